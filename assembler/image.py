@@ -1,0 +1,77 @@
+"""Program images on disk: ``.hex`` (one 32-hex-digit word per line, for ``$readmemh``)
+and ``.bin`` (16 bytes per instruction, little-endian), chosen by the file's suffix.
+
+Writes are atomic: the image appears whole under its name or not at all.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+from hts.errors import HTSError, Location, SourceError, display_path
+from hts.isa import INSTRUCTION_BITS
+
+from .program import Program
+
+__all__ = ["IMAGE_SUFFIXES", "write_image", "read_image", "image_bytes"]
+
+IMAGE_SUFFIXES = (".hex", ".bin")
+_BYTES = INSTRUCTION_BITS // 8
+_HEX_DIGITS = INSTRUCTION_BITS // 4
+
+
+def _suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in IMAGE_SUFFIXES:
+        raise HTSError(f"cannot tell the image format from the suffix '{path.suffix}' "
+                       f"(use {' or '.join(IMAGE_SUFFIXES)})", Location(display_path(path)))
+    return suffix
+
+
+def image_bytes(words: tuple[int, ...] | list[int], suffix: str) -> bytes:
+    if suffix == ".hex":
+        return "".join(f"{word:0{_HEX_DIGITS}x}\n" for word in words).encode()
+    return b"".join(word.to_bytes(_BYTES, "little") for word in words)
+
+
+def write_image(path: str | Path, program: Program):
+    path = Path(path)
+    data = image_bytes(program.words, _suffix(path))
+    directory = path.parent if str(path.parent) else Path(".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
+    except OSError as err:
+        raise HTSError(f"cannot write: {err.strerror}", Location(display_path(path))) from None
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def read_image(path: str | Path) -> Program:
+    path = Path(path)
+    suffix = _suffix(path)
+    shown = display_path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise HTSError(f"cannot read: {err.strerror}", Location(shown)) from None
+    if suffix == ".bin":
+        if len(data) % _BYTES:
+            raise SourceError(f"{len(data)} bytes is not a whole number of {_BYTES}-byte instructions",
+                              Location(shown))
+        words = tuple(int.from_bytes(data[i:i + _BYTES], "little") for i in range(0, len(data), _BYTES))
+        return Program(words, shown)
+    words, lines = [], []
+    for number, line in enumerate(data.decode("ascii", errors="replace").splitlines(), start=1):
+        text = line.split("//", 1)[0].strip()
+        if not text:
+            continue
+        if len(text) > _HEX_DIGITS or any(ch not in "0123456789abcdefABCDEF" for ch in text):
+            raise SourceError(f"'{text}' is not a {INSTRUCTION_BITS}-bit hex word", Location(shown, number, 1))
+        words.append(int(text, 16))
+        lines.append(number)
+    return Program(tuple(words), shown, tuple(lines))

@@ -1,0 +1,121 @@
+"""Pass 3: give every field its value: numbers, register names and labels, by operand role.
+
+Numbers are hex as in the paper (``1f``); ``0x1f`` is hex too and ``0d31`` decimal. A
+register field also takes ``rN`` (N decimal). An offset field (``jump``/``if`` C) also
+takes a label or a negative number. Each value is checked against its field's width.
+"""
+
+import re
+from dataclasses import dataclass
+
+from hts.config import SystemConfig
+from hts.errors import SourceError, SourceErrors
+from hts.isa import CONTROL_KEYNAMES, FIELDS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles
+
+from .lexer import Token
+from .parser import ParsedProgram, Statement
+
+__all__ = ["Resolved", "resolve", "parse_number", "format_number"]
+
+_WIDTH = {name: width for name, _, width in FIELDS}
+_HEX = re.compile(r"(?:0[xX])?([0-9a-fA-F]+)\Z")
+_DECIMAL = re.compile(r"0[dD]([0-9]+)\Z")
+_REGISTER = re.compile(r"[rR]([0-9]+)\Z")
+_LABEL = re.compile(r"[A-Za-z_.][A-Za-z0-9_.]*\Z")
+
+# How messages describe what a field holds.
+_HOLDS = {Role.REGISTER: "a register", Role.BLOCK: "a block index", Role.COUNT: "a count",
+          Role.IMMEDIATE: "a number", Role.OFFSET: "a PC offset", Role.RESERVED: "a reserved field"}
+
+# How the source names each field in messages.
+FIELD_TITLE = {"a": "A", "b": "B", "c": "C", "d": "D", "task_id": "taskid", "pid": "pid",
+               "k": "K", "metadata": "metadata"}
+
+
+@dataclass(frozen=True)
+class Resolved:
+    statement: Statement
+    word: Word
+    opcode: Opcode
+    roles: dict[str, Role]
+
+
+def parse_number(text: str) -> int | None:
+    """Value of an unsigned number token (hex, 0x hex, 0d decimal); None if not a number."""
+    if match := _DECIMAL.match(text):
+        return int(match.group(1), 10)
+    if match := _HEX.match(text):
+        return int(match.group(1), 16)
+    return None
+
+
+def format_number(value: int, min_digits: int = 1) -> str:
+    """Plain-form hex that :func:`parse_number` reads back as ``value``.
+
+    Zero-padding never produces a leading ``0d``, which would read as decimal.
+    """
+    text = f"{value:0{min_digits}x}"
+    return text.lstrip("0") or "0" if text.startswith("0d") else text
+
+
+def _opcode_and_id(keyname: Token, config: SystemConfig) -> tuple[Opcode, int]:
+    if keyname.text in CONTROL_KEYNAMES:
+        opcode = CONTROL_KEYNAMES[keyname.text]
+        return opcode, RESERVED_ACCEL_ID[opcode]
+    accelerator = config.accelerator(keyname.text)
+    if accelerator is None:
+        known = ", ".join(acc.name for acc in config.accelerators)
+        raise SourceError(f"unknown keyname '{keyname.text}' (accelerators of {config.source}: {known}; "
+                          f"instructions: {', '.join(CONTROL_KEYNAMES)})", keyname.location)
+    return Opcode.TASK, accelerator.id
+
+
+def _field_value(name: str, token: Token, role: Role, statement: Statement, labels: dict[str, int]) -> int:
+    text, where = token.text, f"field {FIELD_TITLE[name]} of {statement.keyname.text}"
+    if match := _REGISTER.match(text):
+        if role != Role.REGISTER:
+            hint = " (set K bit 0 to make A and C registers)" if statement.keyname.text not in CONTROL_KEYNAMES \
+                and name in ("a", "c") else ""
+            raise SourceError(f"'{text}' names a register, but {where} holds {_HOLDS[role]}{hint}",
+                              token.location)
+        return int(match.group(1), 10)
+    negative = text.startswith("-")
+    value = parse_number(text[1:] if negative else text)
+    if value is None:
+        if role == Role.OFFSET and _LABEL.match(text):
+            if text not in labels:
+                raise SourceError(f"undefined label '{text}'", token.location)
+            return (labels[text] - statement.pc) & 0xFFFF
+        raise SourceError(f"'{text}' is not a number (hex, 0x.. hex or 0d.. decimal)"
+                          + (" or a label" if role == Role.OFFSET else ""), token.location)
+    width = _WIDTH[name]
+    if negative:
+        if role != Role.OFFSET:
+            raise SourceError(f"{where} cannot be negative", token.location)
+        if value > 1 << (width - 1):
+            raise SourceError(f"offset -{value:#x} does not fit in {width} signed bits", token.location)
+        return -value & ((1 << width) - 1)
+    if value >= 1 << width:
+        raise SourceError(f"{where} = {value:#x} does not fit in {width} bits", token.location)
+    return value
+
+
+def _resolve_statement(statement: Statement, labels: dict[str, int], config: SystemConfig) -> Resolved:
+    opcode, accel_id = _opcode_and_id(statement.keyname, config)
+    k = _field_value("k", statement.fields["k"], Role.IMMEDIATE, statement, labels)
+    roles = operand_roles(opcode, k)
+    values = {name: _field_value(name, token, roles.get(name, Role.IMMEDIATE), statement, labels)
+              for name, token in statement.fields.items()}
+    return Resolved(statement, Word(accel_id=accel_id, **values), opcode, roles)
+
+
+def resolve(parsed: ParsedProgram, config: SystemConfig) -> list[Resolved]:
+    resolved, errors = [], []
+    for statement in parsed.statements:
+        try:
+            resolved.append(_resolve_statement(statement, parsed.labels, config))
+        except SourceError as err:
+            errors.append(err)
+    if errors:
+        raise SourceErrors(errors)
+    return resolved

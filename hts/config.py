@@ -1,0 +1,313 @@
+"""System configuration: one frozen dataclass tree, read from ``system.yaml`` or a preset.
+
+Every parameter of the scheduler and of the system around it comes from
+:class:`SystemConfig`; the assembler, the models and the RTL take it as their only source
+of sizes. Each field below carries its default, its legal range and a one-line meaning in
+its metadata, so validation, the defaults and ``hts config`` all read the same
+declaration. Widths derived from the sizes are computed once, in :class:`Widths`.
+
+Errors name the file, line and dotted key path, e.g.::
+
+    system.yaml:7:13: hts.window: must be >= 1, got 0
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError, Location, display_path
+from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
+
+__all__ = [
+    "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig",
+    "Widths", "PRESETS", "load_config", "parse_config", "bits_for",
+]
+
+PRESETS = ("default", "tiny", "large")
+
+_KEYNAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
+
+
+def param(default=dataclasses.MISSING, *, lo=None, hi=None, doc: str):
+    """A configuration field: default, inclusive range [lo, hi] and meaning."""
+    return field(default=default, metadata={"lo": lo, "hi": hi, "doc": doc})
+
+
+def bits_for(count: int) -> int:
+    """Bits needed to index ``count`` things (at least 1, so a signal always exists)."""
+    return max(1, (count - 1).bit_length())
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    block_words: int = param(64, lo=1, hi=1 << 16, doc="32-bit words per memory block (a power of two)")
+    blocks: int = param(4096, lo=1, hi=1 << 16, doc="home memory size in blocks (A and C are 16-bit block indices)")
+
+    def validate(self, key: str):
+        if self.block_words & (self.block_words - 1):
+            raise _InvalidValue(f"{key}.block_words", f"must be a power of two, got {self.block_words}")
+
+
+@dataclass(frozen=True)
+class AcceleratorClass:
+    name: str = param(doc="assembly keyname of the class, e.g. fft_256")
+    latency: int = param(lo=1, hi=(1 << 32) - 1, doc="cycles one task occupies an instance")
+    count: int = param(1, lo=1, hi=64, doc="instances of the class")
+    id: int | None = param(None, lo=0, hi=FIRST_RESERVED_ACCEL_ID - 1,
+                           doc="accelerator ID in instructions (auto-assigned when absent)")
+
+    def validate(self, key: str):
+        if not _KEYNAME.match(self.name):
+            raise _InvalidValue(f"{key}.name", f"{self.name!r} is not a keyname (lower-case letters, digits, _)")
+        if self.name in RESERVED_KEYNAMES:
+            raise _InvalidValue(f"{key}.name", f"{self.name!r} is reserved for the scheduler's own instructions")
+
+
+@dataclass(frozen=True)
+class SchedulerConfig:
+    queue_depth: int = param(16, lo=1, hi=1024, doc="task queue entries per process")
+    window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
+    rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
+    tracker_entries: int = param(16, lo=1, hi=1024, doc="memory tracker entries (in-flight output regions)")
+    tlb_entries: int = param(16, lo=1, hi=1024, doc="Task Lookup Buffer entries (speculative region mappings)")
+    tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
+    gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")
+    loop_depth: int = param(4, lo=1, hi=64, doc="loop stack entries per process (deepest nesting)")
+    dispatch_width: int = param(1, lo=1, hi=16, doc="tasks dispatched per cycle")
+    processes: int = param(1, lo=1, hi=16, doc="processes running programs at once (PID is 4 bits)")
+    speculation: bool = param(True, doc="speculate branches marked speculative (K bit 2)")
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    interrupt_latency: int = param(876, lo=0, hi=1 << 24,
+                                   doc="cycles from accelerator done to CPU notified by interrupt")
+    l2_latency: int = param(23, lo=0, hi=1 << 16, doc="cycles of one L2-hit memory access by the CPU")
+
+
+@dataclass(frozen=True)
+class Widths:
+    """Signal widths derived from the sizes; computed here and nowhere else."""
+    gpr_index: int
+    pid: int
+    accel_class: int
+    instance: int
+    phys_block: int
+
+
+@dataclass(frozen=True)
+class SystemConfig:
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
+    accelerators: tuple[AcceleratorClass, ...] = ()
+    hts: SchedulerConfig = field(default_factory=SchedulerConfig)
+    timing: TimingConfig = field(default_factory=TimingConfig)
+    source: str = field(default="<built-in>", compare=False)
+
+    def accelerator(self, keyname: str) -> AcceleratorClass | None:
+        return self._by_name.get(keyname)
+
+    def accelerator_by_id(self, accel_id: int) -> AcceleratorClass | None:
+        return self._by_id.get(accel_id)
+
+    @cached_property
+    def _by_name(self):
+        return {acc.name: acc for acc in self.accelerators}
+
+    @cached_property
+    def _by_id(self):
+        return {acc.id: acc for acc in self.accelerators}
+
+    @cached_property
+    def widths(self) -> Widths:
+        return Widths(
+            gpr_index=bits_for(self.hts.gprs),
+            pid=bits_for(self.hts.processes),
+            accel_class=bits_for(len(self.accelerators)),
+            instance=bits_for(max(acc.count for acc in self.accelerators)),
+            # Home memory first, transactional memory right above it.
+            phys_block=bits_for(self.memory.blocks + self.hts.tm_blocks),
+        )
+
+
+# Which dataclass each section of the file maps to.
+_SECTIONS = {"memory": MemoryConfig, "hts": SchedulerConfig, "timing": TimingConfig}
+
+
+class _InvalidValue(Exception):
+    """Raised inside validation; turned into a ConfigError with the key's location."""
+
+    def __init__(self, key: str, message: str):
+        self.key, self.message = key, message
+
+
+def _yaml_with_marks(text: str, filename: str) -> tuple[Any, dict[str, Location]]:
+    """Parse YAML, returning the data and the location of every key path."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = Location(filename, mark.line + 1, mark.column + 1) if mark else Location(filename)
+        raise ConfigError("", f"not valid YAML: {getattr(err, 'problem', err)}", where) from None
+    finally:
+        loader.dispose()
+    marks: dict[str, Location] = {}
+
+    def walk(node, path):
+        marks[path] = Location(filename, node.start_mark.line + 1, node.start_mark.column + 1)
+        if isinstance(node, yaml.MappingNode):
+            seen = set()
+            for key_node, value_node in node.value:
+                key = f"{path}.{key_node.value}" if path else str(key_node.value)
+                if key_node.value in seen:
+                    raise ConfigError(key, "given twice", Location(
+                        filename, key_node.start_mark.line + 1, key_node.start_mark.column + 1))
+                seen.add(key_node.value)
+                walk(value_node, key)
+        elif isinstance(node, yaml.SequenceNode):
+            for index, item in enumerate(node.value):
+                walk(item, f"{path}[{index}]")
+
+    if node is not None:
+        walk(node, "")
+    return data, marks
+
+
+def _type_name(annotation: str) -> str:
+    return {"int": "an integer", "bool": "true or false", "str": "a string",
+            "int | None": "an integer"}.get(annotation, annotation)
+
+
+def _check_value(key: str, value, spec: dataclasses.Field):
+    annotation = spec.type
+    if annotation == "bool":
+        ok = isinstance(value, bool)
+    elif annotation in ("int", "int | None"):
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif annotation == "str":
+        ok = isinstance(value, str)
+    else:  # pragma: no cover - a new field type needs a branch above
+        raise TypeError(f"no validation for field type {annotation}")
+    if not ok:
+        raise _InvalidValue(key, f"must be {_type_name(annotation)}, got {value!r}")
+    lo, hi = spec.metadata["lo"], spec.metadata["hi"]
+    if lo is not None and value < lo:
+        raise _InvalidValue(key, f"must be >= {lo}, got {value}")
+    if hi is not None and value > hi:
+        raise _InvalidValue(key, f"must be <= {hi}, got {value}")
+
+
+def _build(cls, key: str, raw):
+    """Instantiate ``cls`` from a mapping, checking keys, types and ranges."""
+    if not isinstance(raw, dict):
+        raise _InvalidValue(key, f"must be a mapping of {', '.join(f.name for f in dataclasses.fields(cls))}")
+    specs = {f.name: f for f in dataclasses.fields(cls)}
+    for name in raw:
+        if name not in specs:
+            raise _InvalidValue(f"{key}.{name}", f"unknown key (known: {', '.join(specs)})")
+    for name, spec in specs.items():
+        if name in raw:
+            _check_value(f"{key}.{name}", raw[name], spec)
+        elif spec.default is dataclasses.MISSING:
+            raise _InvalidValue(key, f"missing required key '{name}'")
+    instance = cls(**raw)
+    if hasattr(instance, "validate"):
+        instance.validate(key)
+    return instance
+
+
+def _build_accelerators(raw) -> tuple[AcceleratorClass, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise _InvalidValue("accelerators", "must be a non-empty list of {name, latency, count, id}")
+    classes = [_build(AcceleratorClass, f"accelerators[{i}]", entry) for i, entry in enumerate(raw)]
+    names, ids = {}, {}
+    for i, acc in enumerate(classes):
+        if acc.name in names:
+            raise _InvalidValue(f"accelerators[{i}].name", f"{acc.name!r} already named accelerators[{names[acc.name]}]")
+        names[acc.name] = i
+        if acc.id is not None:
+            if acc.id in ids:
+                raise _InvalidValue(f"accelerators[{i}].id", f"{acc.id:#x} already taken by accelerators[{ids[acc.id]}]")
+            ids[acc.id] = i
+    # Auto-assign the lowest free IDs, in the order the classes are listed.
+    free = (n for n in range(FIRST_RESERVED_ACCEL_ID) if n not in ids)
+    assigned = []
+    for i, acc in enumerate(classes):
+        if acc.id is None:
+            try:
+                acc = dataclasses.replace(acc, id=next(free))
+            except StopIteration:
+                raise _InvalidValue(f"accelerators[{i}]", "no accelerator ID left to assign") from None
+        assigned.append(acc)
+    return tuple(assigned)
+
+
+def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
+    """Validate a configuration given as YAML text."""
+    raw, marks = _yaml_with_marks(text, filename)
+    try:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            raise _InvalidValue("", "the configuration must be a mapping with keys "
+                                    "memory, accelerators, hts, timing")
+        known = set(_SECTIONS) | {"accelerators"}
+        for name in raw:
+            if name not in known:
+                raise _InvalidValue(str(name), f"unknown key (known: {', '.join(sorted(known))})")
+        if "accelerators" not in raw:
+            raise _InvalidValue("accelerators", "missing: list the accelerator classes of the system")
+        sections = {name: _build(cls, name, raw.get(name, {})) for name, cls in _SECTIONS.items()}
+        return SystemConfig(accelerators=_build_accelerators(raw["accelerators"]), source=filename, **sections)
+    except _InvalidValue as err:
+        raise ConfigError(err.key, err.message, _nearest_mark(marks, err.key, filename)) from None
+
+
+def _parent_key(key: str) -> str:
+    """``hts.window`` -> ``hts``; ``accelerators[2]`` -> ``accelerators``; ``hts`` -> ``""``."""
+    if key.endswith("]"):
+        return key[:key.rindex("[")]
+    return key.rpartition(".")[0]
+
+
+def _nearest_mark(marks: dict[str, Location], key: str, filename: str) -> Location:
+    """Location of ``key``, or of its closest enclosing key that is in the file."""
+    while key and key not in marks:
+        key = _parent_key(key)
+    return marks.get(key, Location(filename))
+
+
+def load_config(spec: str | Path | None = None) -> SystemConfig:
+    """A configuration by preset name (``default``, ``tiny``, ``large``) or YAML file path."""
+    spec = "default" if spec is None else str(spec)
+    if spec in PRESETS:
+        text = resources.files("hts.presets").joinpath(f"{spec}.yaml").read_text()
+        return parse_config(text, f"<preset {spec}>")
+    path = Path(spec)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError("", f"no such configuration file or preset (presets: {', '.join(PRESETS)})",
+                          Location(display_path(path))) from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise ConfigError("", f"cannot read configuration: {err}", Location(display_path(path))) from None
+    return parse_config(text, display_path(path))
+
+
+def describe(config: SystemConfig) -> list[tuple[str, Any, str]]:
+    """(key path, value, meaning) of every parameter, for ``hts config`` and the docs."""
+    rows = []
+    for section in ("memory", "hts", "timing"):
+        obj = getattr(config, section)
+        for spec in dataclasses.fields(obj):
+            rows.append((f"{section}.{spec.name}", getattr(obj, spec.name), spec.metadata["doc"]))
+    return rows

@@ -1,0 +1,22 @@
+import os
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+from hts.config import load_config
+
+# Property tests run without a deadline (first calls import Amaranth); CI runs them
+# derandomized so a red run is reproducible from the log alone.
+settings.register_profile("dev", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", parent=settings.get_profile("dev"), derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session")
+def default_config():
+    return load_config("default")
+
+
+@pytest.fixture(scope="session")
+def tiny_config():
+    return load_config("tiny")

@@ -1,0 +1,159 @@
+"""Assembler and disassembler: the paper's listings, every error check, round trips."""
+
+from importlib import resources
+
+import pytest
+from hypothesis import given, settings
+
+from hts.assembler import assemble, disassemble, read_image, write_image
+from hts.errors import SourceError
+from hts.isa import Word
+
+from program_text import program_sources
+
+EXAMPLES = resources.files("hts.examples")
+
+
+def source(name: str) -> str:
+    return EXAMPLES.joinpath(name).read_text()
+
+
+@pytest.mark.parametrize("name,count", [("paper_independent.s", 5), ("paper_loop.s", 8), ("paper_branch.s", 12)])
+def test_paper_listings_assemble(default_config, name, count):
+    program = assemble(source(name), default_config, name)
+    assert len(program) == count
+    again = assemble("\n".join(disassemble(program, default_config)), default_config)
+    assert again.words == program.words
+
+
+def test_first_listing_words(default_config):
+    # real_fir 10 2 13 2 0 0 0 0000: accel 0, A=0x10, B=2, C=0x13, D=2, all else zero
+    program = assemble(source("paper_independent.s"), default_config)
+    assert program.words[0] == 0x0002_0013_0200_1000
+    assert program.lines == (1, 2, 3, 4, 5)
+
+
+def test_branch_listing_fields(default_config):
+    program = assemble(source("paper_branch.s"), default_config)
+    branch = next(w for w in program.decoded if w.opcode.name == "IF")
+    assert (branch.a, branch.b, branch.offset) == (0x93, 0xA, 18)
+    assert branch.memory_branch and branch.speculate and branch.cond.name == "NEQ"
+    mov = program.decoded[0]     # eight fields as printed: K = 1, metadata left out
+    assert (mov.a, mov.c, mov.k, mov.metadata) == (3, 0xA, 1, 0)
+
+
+def test_malformed_listing_fails_at_line_2(default_config):
+    with pytest.raises(SourceError) as info:
+        assemble(source("paper_branch_malformed.s"), default_config, "paper_branch_malformed.s")
+    errors = info.value.errors
+    assert len(errors) == 1
+    assert errors[0].location.line == 2
+    assert "8 fields were given and 9 are expected" in str(errors[0])
+
+
+def test_extended_syntax_matches_plain_form(default_config):
+    extended = assemble(source("labels.s"), default_config)
+    plain = assemble(source("paper_loop.s"), default_config)
+    # same loop, same words except lend's reserved C field (2 in the paper, 0 in labels.s)
+    assert extended.words[:7] == plain.words[:7]
+    assert extended.labels == {"done": 10}
+    assert extended.decoded[8].offset == 2
+
+
+ERRORS = [
+    # (source, line, col, message fragment)
+    ("fir 1 1 2 1 0 0 0 0\n", 1, 1, "unknown keyname 'fir'"),
+    ("real_fir 1 1 2 1 0 0 0\n", 1, 1, "8 fields were given and 9 are expected"),
+    ("mov 1 0 2 0 0 0\n", 1, 1, "7 fields were given and 8 or 9 are expected"),
+    ("real_fir 1 100 2 1 0 0 0 0\n", 1, 12, "field B of real_fir = 0x100 does not fit in 8 bits"),
+    ("real_fir 1 1 2 1 10 0 0 0\n", 1, 18, "does not fit in 4 bits"),
+    ("real_fir 1 1 2 1 0 0 0 1000000000000000\n", 1, 24, "does not fit in 60 bits"),
+    ("real_fir 1 1 2 1 0 1 0 0\n", 1, 20, "pid 1 does not exist (hts.processes = 1)"),
+    ("jump 0 0 nowhere 0 0 0 0 0\n", 1, 10, "undefined label 'nowhere'"),
+    ("top: mov 1 0 2 0 0 0 0 0\ntop: mov 1 0 2 0 0 0 0 0\n", 2, 1, "duplicate label 'top' (first defined at line 1)"),
+    ("beef: mov 1 0 2 0 0 0 0 0\n", 1, 1, "reads as a number"),
+    ("lend 0 r1 0 0 0 0 0 0\n", 1, 1, "lend without lbeg"),
+    ("lbeg 2 r1 0 0 0 0 0 0\n", 1, 1, "lbeg without lend"),
+    ("lbeg 2 r1 0 0 0 0 0 0\nlend 0 r2 0 0 0 0 0 0\n", 2, 8, "innermost open loop (line 1) is counted by r1"),
+    ("".join(f"lbeg 2 r{i} 0 0 0 0 0 0\n" for i in range(5)) + "".join(
+        f"lend 0 r{i} 0 0 0 0 0 0\n" for i in reversed(range(5))), 5, 1, "hts.loop_depth = 4"),
+    ("add r1 r2 r16 0 0 0 0 0\n", 1, 11, "register r16 does not exist (hts.gprs = 16)"),
+    ("add 1 2 10 0 0 0 0 0\n", 1, 9, "register r16 does not exist"),
+    ("real_fir fff 2 0 1 0 0 0 0\n", 1, 10, "input region [0xfff, 0x1001) lies past the end of memory"),
+    ("real_fir 0 1 ffe 3 0 0 0 0\n", 1, 14, "output region [0xffe, 0x1001)"),
+    ("if 1000 r1 2 0 0 0 8 0\n", 1, 4, "block 0x1000 read by the branch lies past the end of memory"),
+    ("real_fir r1 1 2 1 0 0 0 0\n", 1, 10, "'r1' names a register, but field A of real_fir holds a block index "
+                                          "(set K bit 0"),
+    ("mov r1 0 r2 0 0 0 0 0\n", 1, 5, "field A of mov holds a number"),
+    ("real_fir 1 1 2 1 0 0 0 zz\n", 1, 24, "'zz' is not a number"),
+    ("real_fir 1 -1 2 1 0 0 0 0\n", 1, 12, "cannot be negative"),
+    ("jump 0 0 -8001 0 0 0 0 0\n", 1, 10, "does not fit in 16 signed bits"),
+    ("jump 0 0 -1 0 0 0 0 0\n", 1, 10, "target -1 lies before the start"),
+    ("jump 0 0 2 0 0 0 0 0\nlbeg 2 r1 0 0 0 0 0 0\nin: mov 1 0 r2 0 0 0 0 0\nlend 0 r1 0 0 0 0 0 0\n", 1, 10,
+     "different loop body"),
+    ("lbeg 2 r1 0 0 0 0 0 0\njump 0 0 out 0 0 0 0 0\nlend 0 r1 0 0 0 0 0 0\nout: mov 1 0 r2 0 0 0 0 0\n", 2, 10,
+     "only through lbeg and lend"),
+    ("mov 1 0 r2 0 0 0 0 0 next:\n", 1, 22, "must start its line"),
+]
+
+
+@pytest.mark.parametrize("text,line,col,fragment", ERRORS)
+def test_error_names_line_and_column(default_config, text, line, col, fragment):
+    with pytest.raises(SourceError) as info:
+        assemble(text, default_config, "bad.s")
+    first = getattr(info.value, "errors", [info.value])[0]
+    assert fragment in first.message
+    assert (first.location.file, first.location.line, first.location.col) == ("bad.s", line, col)
+    assert str(first).startswith(f"bad.s:{line}:{col}: ")
+
+
+def test_all_errors_of_a_pass_are_reported(default_config):
+    text = "add r1 r2 r20 0 0 0 0 0\nmov 1 0 r2 0 0 0 0 0\nmul r30 r1 r1 0 0 0 0 0\n"
+    with pytest.raises(SourceError) as info:
+        assemble(text, default_config, "bad.s")
+    assert [e.location.line for e in info.value.errors] == [1, 3]
+
+
+def test_jumps_may_leave_everything_by_ending_the_program(default_config):
+    program = assemble("lbeg 2 r1 0 0 0 0 0 0\njump 0 0 40 0 0 0 0 0\nlend 0 r1 0 0 0 0 0 0\n", default_config)
+    assert program.decoded[1].offset == 0x40
+
+
+@settings(max_examples=300)
+@given(program_sources(__import__("hts.config", fromlist=["load_config"]).load_config("default")))
+def test_assemble_disassemble_assemble_is_identity(text):
+    from hts.config import load_config
+    config = load_config("default")
+    program = assemble(text, config)
+    plain = disassemble(program, config)
+    assert assemble("\n".join(plain), config).words == program.words
+
+
+@pytest.mark.parametrize("suffix", [".hex", ".bin"])
+def test_image_round_trip(default_config, tmp_path, suffix):
+    program = assemble(source("paper_branch.s"), default_config)
+    path = tmp_path / f"prog{suffix}"
+    write_image(path, program)
+    assert read_image(path).words == program.words
+    data = path.read_bytes()
+    if suffix == ".hex":
+        lines = data.decode().splitlines()
+        assert len(lines) == 12 and all(len(line) == 32 for line in lines)
+    else:
+        assert len(data) == 12 * 16
+        assert int.from_bytes(data[:16], "little") == program.words[0]
+
+
+def test_hex_image_errors_name_the_line(tmp_path):
+    path = tmp_path / "bad.hex"
+    path.write_text("0" * 32 + "\n" + "g" * 32 + "\n")
+    with pytest.raises(SourceError, match=r"bad.hex:2:1: 'g+' is not a 128-bit hex word"):
+        read_image(path)
+
+
+def test_disassembler_rejects_unknown_ids(default_config):
+    from hts.assembler import Program
+    with pytest.raises(SourceError, match="0x80 is not in the configuration"):
+        disassemble(Program((Word(accel_id=0x80).encode(),)), default_config)
+    with pytest.raises(SourceError, match="0xff is reserved"):
+        disassemble(Program((Word(accel_id=0xFF).encode(),)), default_config)

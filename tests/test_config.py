@@ -1,0 +1,122 @@
+"""System configuration: presets, validation errors that name the key path and line."""
+
+import textwrap
+
+import pytest
+
+from hts.config import PRESETS, SystemConfig, load_config, parse_config
+from hts.errors import ConfigError
+from hts.isa import FIRST_RESERVED_ACCEL_ID
+
+# Table II of the HTS paper, typed in from the paper.
+TABLE_II_CYCLES = {
+    "real_fir": 921, "complex_fir": 3696, "adaptive_fir": 4384, "iir": 2450, "vector_dot": 53,
+    "vector_add": 131, "vector_max": 55, "fft_256": 18673, "dct_64": 874, "correlation": 753,
+}
+
+MINIMAL = """\
+accelerators:
+  - {name: fft_256, count: 2, latency: 18673}
+"""
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_hold_table_ii(preset):
+    config = load_config(preset)
+    assert {acc.name: acc.latency for acc in config.accelerators} == TABLE_II_CYCLES
+    assert config.timing.interrupt_latency == 876 and config.timing.l2_latency == 23
+
+
+def test_default_is_the_default(default_config):
+    assert load_config(None) == default_config
+    assert default_config.memory.block_words == 64 and default_config.memory.blocks == 4096
+
+
+def test_tiny_has_one_entry_everywhere(tiny_config):
+    h = tiny_config.hts
+    assert (h.rs_entries, h.tracker_entries, h.tlb_entries, h.window, h.queue_depth) == (1, 1, 1, 1, 1)
+    assert {acc.count for acc in tiny_config.accelerators} == {1}
+
+
+def test_missing_sections_take_defaults():
+    config = parse_config(MINIMAL)
+    assert config.hts == SystemConfig().hts
+    assert config.accelerators[0].id == 0 and config.accelerators[0].count == 2
+
+
+def test_ids_auto_assigned_around_explicit_ones():
+    config = parse_config(textwrap.dedent("""\
+        accelerators:
+          - {name: a, latency: 1}
+          - {name: b, latency: 1, id: 0}
+          - {name: c, latency: 1}
+          - {name: d, latency: 1, id: 1}
+        """))
+    assert [acc.id for acc in config.accelerators] == [2, 0, 3, 1]
+
+
+def test_widths_are_derived_from_sizes(default_config, tiny_config):
+    assert default_config.widths.gpr_index == 4
+    assert default_config.widths.phys_block == 13       # 4096 home + 256 TM blocks
+    assert tiny_config.widths.instance == 1
+
+
+BAD_CONFIGS = [
+    # (yaml, key path in the message, line, message fragment)
+    (MINIMAL + "hts: {window: 0}\n", "hts.window", 3, "must be >= 1, got 0"),
+    (MINIMAL + "hts:\n  windw: 4\n", "hts.windw", 4, "unknown key"),
+    (MINIMAL + "hts:\n  speculation: 1\n", "hts.speculation", 4, "must be true or false"),
+    (MINIMAL + "hts:\n  gprs: many\n", "hts.gprs", 4, "must be an integer"),
+    (MINIMAL + "memory: {block_words: 48}\n", "memory.block_words", 3, "power of two"),
+    (MINIMAL + "memory: {blocks: 70000}\n", "memory.blocks", 3, "must be <= 65536"),
+    (MINIMAL + "hts: {processes: 17}\n", "hts.processes", 3, "must be <= 16"),
+    (MINIMAL + "timing: {interrupt_latency: -1}\n", "timing.interrupt_latency", 3, ">= 0"),
+    (MINIMAL + "memroy: {}\n", "memroy", 3, "unknown key"),
+    ("hts: {window: 4}\n", "accelerators", 1, "missing"),
+    ("accelerators: []\n", "accelerators", 1, "non-empty list"),
+    ("accelerators:\n  - {name: fft, count: 2}\n", "accelerators[0]", 2, "missing required key 'latency'"),
+    ("accelerators:\n  - {name: fft, latency: 0}\n", "accelerators[0].latency", 2, ">= 1"),
+    ("accelerators:\n  - {name: a, latency: 1}\n  - {name: a, latency: 2}\n", "accelerators[1].name", 3,
+     "already named accelerators[0]"),
+    ("accelerators:\n  - {name: a, latency: 1, id: 5}\n  - {name: b, latency: 1, id: 5}\n",
+     "accelerators[1].id", 3, "already taken"),
+    ("accelerators:\n  - {name: mov, latency: 1}\n", "accelerators[0].name", 2, "reserved"),
+    ("accelerators:\n  - {name: Fft-256, latency: 1}\n", "accelerators[0].name", 2, "not a keyname"),
+    (f"accelerators:\n  - {{name: a, latency: 1, id: {FIRST_RESERVED_ACCEL_ID}}}\n", "accelerators[0].id", 2,
+     f"must be <= {FIRST_RESERVED_ACCEL_ID - 1}"),
+    ("accelerators:\n  - {name: a, latency: 1, colour: red}\n", "accelerators[0].colour", 2, "unknown key"),
+    (MINIMAL + "hts: {window: 4}\nhts: {window: 5}\n", "hts", 4, "given twice"),
+    ("- just\n- a list\n", "", 1, "must be a mapping"),
+]
+
+
+@pytest.mark.parametrize("text,key,line,fragment", BAD_CONFIGS)
+def test_bad_config_names_key_and_line(tmp_path, text, key, line, fragment):
+    path = tmp_path / "system.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    err = info.value
+    assert err.key == key
+    assert fragment in str(err)
+    assert err.location.file.endswith("system.yaml")
+    assert err.location.line == line
+    assert str(err).startswith(f"{err.location}: {key}" if key else str(err.location))
+
+
+def test_invalid_yaml_names_line(tmp_path):
+    path = tmp_path / "broken.yaml"
+    path.write_text(MINIMAL + "hts: {window: [1, 2\n")
+    with pytest.raises(ConfigError, match="not valid YAML") as info:
+        load_config(path)
+    assert info.value.location.line is not None
+
+
+def test_missing_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="no such configuration file or preset"):
+        load_config(tmp_path / "absent.yaml")
+
+
+def test_config_is_frozen(default_config):
+    with pytest.raises(AttributeError):
+        default_config.hts.window = 3
