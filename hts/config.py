@@ -63,6 +63,11 @@ class AcceleratorClass:
     count: int = param(1, lo=1, hi=64, doc="instances of the class")
     id: int | None = param(None, lo=0, hi=FIRST_RESERVED_ACCEL_ID - 1,
                            doc="accelerator ID in instructions (auto-assigned when absent)")
+    function: str | None = param(None, doc="function it computes, from hts.models.dsp (default: its name)")
+
+    @property
+    def computes(self) -> str:
+        return self.function or self.name
 
     def validate(self, key: str):
         if not _KEYNAME.match(self.name):
@@ -81,7 +86,8 @@ class SchedulerConfig:
     tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
     gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")
     loop_depth: int = param(4, lo=1, hi=64, doc="loop stack entries per process (deepest nesting)")
-    dispatch_width: int = param(1, lo=1, hi=16, doc="tasks dispatched per cycle")
+    dispatch_width: int = param(1, lo=1, hi=16, doc="tasks moved per cycle, window to stations and stations to accelerators")
+    cdb_width: int = param(1, lo=1, hi=16, doc="completions broadcast per cycle on the common data bus")
     processes: int = param(1, lo=1, hi=16, doc="processes running programs at once (PID is 4 bits)")
     speculation: bool = param(True, doc="speculate branches marked speculative (K bit 2)")
 
@@ -91,6 +97,8 @@ class TimingConfig:
     interrupt_latency: int = param(876, lo=0, hi=1 << 24,
                                    doc="cycles from accelerator done to CPU notified by interrupt")
     l2_latency: int = param(23, lo=0, hi=1 << 16, doc="cycles of one L2-hit memory access by the CPU")
+    memory_latency: int = param(23, lo=1, hi=1 << 16,
+                                doc="cycles for the scheduler to read a word of memory (MR and BR branches)")
 
 
 @dataclass(frozen=True)
@@ -184,7 +192,7 @@ def _yaml_with_marks(text: str, filename: str) -> tuple[Any, dict[str, Location]
 
 def _type_name(annotation: str) -> str:
     return {"int": "an integer", "bool": "true or false", "str": "a string",
-            "int | None": "an integer"}.get(annotation, annotation)
+            "int | None": "an integer", "str | None": "a string"}.get(annotation, annotation)
 
 
 def _check_value(key: str, value, spec: dataclasses.Field):
@@ -193,7 +201,7 @@ def _check_value(key: str, value, spec: dataclasses.Field):
         ok = isinstance(value, bool)
     elif annotation in ("int", "int | None"):
         ok = isinstance(value, int) and not isinstance(value, bool)
-    elif annotation == "str":
+    elif annotation in ("str", "str | None"):
         ok = isinstance(value, str)
     else:  # pragma: no cover - a new field type needs a branch above
         raise TypeError(f"no validation for field type {annotation}")

@@ -1,0 +1,29 @@
+"""What an accelerator does with a task: read its input blocks, compute, write its output.
+
+Each class of the configuration is bound to a function of ``hts.models.dsp`` (its
+``function`` key, or its keyname). Timing is separate (``hts.models.timing``).
+"""
+
+from hts.config import SystemConfig
+from hts.errors import ConfigError, Location
+
+from . import dsp
+from .memory import Memory
+
+__all__ = ["AcceleratorFunctions"]
+
+
+class AcceleratorFunctions:
+    def __init__(self, config: SystemConfig):
+        self._by_id = {}
+        for index, acc in enumerate(config.accelerators):
+            if acc.computes not in dsp.FUNCTIONS:
+                key = f"accelerators[{index}].function"
+                raise ConfigError(key, f"no accelerator function '{acc.computes}' (known: "
+                                       f"{', '.join(dsp.FUNCTIONS)})", Location(config.source))
+            self._by_id[acc.id] = dsp.FUNCTIONS[acc.computes]
+
+    def run(self, memory: Memory, accel_id: int, in_base: int, in_blocks: int, out_base: int, out_blocks: int,
+            metadata: int):
+        result = self._by_id[accel_id](memory.read(in_base, in_blocks), out_blocks * memory.block_words, metadata)
+        memory.write(out_base, out_blocks, result)

@@ -1,0 +1,102 @@
+"""Functional executor: each process's program run in order, one instruction at a time.
+
+This is the reference of the sequential-equivalence contract: whatever the scheduler
+does out of order and speculatively, home memory at the end must equal what this
+executor leaves. Processes run one after another in PID order; programs of different
+processes must not share memory that either writes (their order is not defined).
+"""
+
+from dataclasses import dataclass, field
+
+from hts.assembler import Program
+from hts.config import SystemConfig
+from hts.errors import HTSError, Location, SourceError
+from hts.isa import Opcode, branch_taken
+
+from .accelerator import AcceleratorFunctions
+from .control import begin_loop, end_loop, execute_register_op, task_regions
+from .gpr import GPRBank
+from .loop_stack import LoopStack
+from .memory import Memory
+
+__all__ = ["ExecutedTask", "ExecutionResult", "run_sequential", "check_programs", "DEFAULT_STEP_LIMIT"]
+
+DEFAULT_STEP_LIMIT = 1_000_000
+
+
+@dataclass(frozen=True)
+class ExecutedTask:
+    pid: int
+    pc: int
+    accel_id: int
+    regions: tuple[int, int, int, int]
+
+
+@dataclass
+class ExecutionResult:
+    memory: Memory
+    registers: list[tuple[int, ...]]              # per process, at the end
+    tasks: list[ExecutedTask] = field(default_factory=list)
+    instructions: int = 0
+
+
+def check_programs(programs: list[Program], config: SystemConfig):
+    """Programs run as processes 0, 1, ...: there must be few enough, and pids must agree."""
+    if not 1 <= len(programs) <= config.hts.processes:
+        raise HTSError(f"{len(programs)} programs given, but the configuration runs 1 to "
+                       f"{config.hts.processes} processes (hts.processes)")
+    for pid, program in enumerate(programs):
+        for pc, word in enumerate(program.decoded):
+            if word.opcode is None:
+                raise SourceError(f"accelerator ID {word.accel_id:#04x} names no instruction",
+                                  Location(program.source, program.lines[pc]))
+            if word.pid != pid:
+                raise SourceError(f"instruction has pid {word.pid}, but this program runs as process {pid}",
+                                  Location(program.source, program.lines[pc]))
+
+
+def _after_matching_lend(program: Program, pc: int) -> int:
+    depth = 0
+    for index in range(pc, len(program)):
+        op = program.decoded[index].opcode
+        depth += {Opcode.LBEG: 1, Opcode.LEND: -1}.get(op, 0)
+        if depth == 0:
+            return index + 1
+    return len(program)
+
+
+def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory,
+                   step_limit: int = DEFAULT_STEP_LIMIT) -> ExecutionResult:
+    check_programs(programs, config)
+    functions = AcceleratorFunctions(config)
+    result = ExecutionResult(memory, [])
+    for pid, program in enumerate(programs):
+        gprs, loops, pc, steps = GPRBank(config.hts.gprs), LoopStack(config.hts.loop_depth), 0, 0
+        while pc < len(program):
+            steps += 1
+            if steps > step_limit:
+                raise HTSError(f"process {pid} did not end within {step_limit} instructions "
+                               "(a loop that never exits?)", Location(program.source))
+            word, where = program.decoded[pc], Location(program.source, program.lines[pc])
+            op, next_pc = word.opcode, pc + 1
+            if op == Opcode.TASK:
+                regions = task_regions(word, gprs, config, where)
+                functions.run(memory, word.accel_id, *regions, word.metadata)
+                result.tasks.append(ExecutedTask(pid, pc, word.accel_id, regions))
+            elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
+                execute_register_op(word, gprs)
+            elif op == Opcode.JUMP:
+                next_pc = pc + word.offset
+            elif op == Opcode.IF:
+                x = memory.first_word(word.a) if word.memory_branch else gprs[word.a]
+                if branch_taken(word.cond, x, gprs[word.b]):
+                    next_pc = pc + word.offset
+            elif op == Opcode.LBEG:
+                if not begin_loop(word, pc, gprs, loops):
+                    next_pc = _after_matching_lend(program, pc)
+            elif op == Opcode.LEND:
+                next_pc = end_loop(word, gprs, loops) or next_pc
+            pc = next_pc
+        result.instructions += steps
+        result.registers.append(gprs.snapshot())
+    return result

@@ -1,0 +1,53 @@
+"""The simulated memory: home memory, with the transactional memory (TM) right above it.
+
+Addresses are block indices. Blocks ``[0, memory.blocks)`` are home memory, the blocks
+from there up to ``memory.blocks + hts.tm_blocks`` are the TM that speculative tasks
+write through the Task Lookup Buffer. The digest covers home memory only: that is the
+state the sequential-equivalence contract compares.
+"""
+
+import hashlib
+
+import numpy as np
+
+from hts.config import SystemConfig
+
+__all__ = ["Memory", "initial_memory"]
+
+
+class Memory:
+    def __init__(self, config: SystemConfig, home: np.ndarray | None = None):
+        self.block_words = config.memory.block_words
+        self.home_blocks = config.memory.blocks
+        total = (config.memory.blocks + config.hts.tm_blocks) * self.block_words
+        self.words = np.zeros(total, dtype=np.int32)
+        if home is not None:
+            self.home[:] = home
+
+    @property
+    def home(self) -> np.ndarray:
+        return self.words[: self.home_blocks * self.block_words]
+
+    def read(self, base: int, blocks: int) -> np.ndarray:
+        return self.words[base * self.block_words: (base + blocks) * self.block_words].copy()
+
+    def write(self, base: int, blocks: int, data: np.ndarray):
+        self.words[base * self.block_words: (base + blocks) * self.block_words] = data
+
+    def first_word(self, block: int) -> int:
+        return int(self.words[block * self.block_words])
+
+    def digest(self) -> str:
+        return hashlib.sha256(self.home.tobytes()).hexdigest()[:16]
+
+    def copy(self) -> "Memory":
+        clone = Memory.__new__(Memory)
+        clone.block_words, clone.home_blocks, clone.words = self.block_words, self.home_blocks, self.words.copy()
+        return clone
+
+
+def initial_memory(config: SystemConfig, seed: int = 0) -> Memory:
+    """Home memory filled with deterministic 16-bit signed samples, as DSP input data."""
+    rng = np.random.default_rng(seed)
+    words = config.memory.blocks * config.memory.block_words
+    return Memory(config, rng.integers(-(1 << 15), 1 << 15, size=words, dtype=np.int32))
