@@ -4,6 +4,8 @@ Each class of the configuration is bound to a function of ``hts.models.dsp`` (it
 ``function`` key, or its keyname). Timing is separate (``hts.models.timing``).
 """
 
+import hashlib
+
 from hts.config import SystemConfig
 from hts.errors import ConfigError, Location
 
@@ -24,6 +26,13 @@ class AcceleratorFunctions:
             self._by_id[acc.id] = dsp.FUNCTIONS[acc.computes]
 
     def run(self, memory: Memory, accel_id: int, in_base: int, in_blocks: int, out_base: int, out_blocks: int,
-            metadata: int):
-        result = self._by_id[accel_id](memory.read(in_base, in_blocks), out_blocks * memory.block_words, metadata)
+            metadata: int) -> str:
+        """Run one task on ``memory``; a digest of what it read and wrote.
+
+        The digests let a test compare every task's data with the in-order execution, not
+        only the final memory, in which a wrong value may have been overwritten since.
+        """
+        inputs = memory.read(in_base, in_blocks)
+        result = self._by_id[accel_id](inputs, out_blocks * memory.block_words, metadata)
         memory.write(out_base, out_blocks, result)
+        return hashlib.blake2b(inputs.tobytes() + b"|" + result.tobytes(), digest_size=8).hexdigest()

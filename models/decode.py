@@ -32,7 +32,8 @@ class ProcessContext:
     queue: TaskQueue
     gprs: GPRBank
     loops: LoopStack
-    branch: PendingBranch | None = None
+    branches: list[PendingBranch] = field(default_factory=list)   # unresolved, oldest first
+    spec_mask: int = 0               # speculation IDs of its unresolved speculated branches
     skip_depth: int = 0              # > 0 while discarding a zero-iteration loop body
     resume_at: int = 0               # first cycle it may decode again after a branch
     done_at: int | None = None
@@ -47,8 +48,13 @@ class ProcessContext:
         return Location(self.program.source, self.program.lines[pc])
 
     @property
+    def blocked(self) -> bool:
+        """Waiting on a branch it did not speculate."""
+        return any(branch.spec_id is None for branch in self.branches)
+
+    @property
     def drained(self) -> bool:
-        return self.queue.exhausted and self.branch is None and self.skip_depth == 0
+        return self.queue.exhausted and not self.branches and self.skip_depth == 0
 
     def count_stall(self, reason: str, cycles: int):
         self.stall[reason] = self.stall.get(reason, 0) + cycles

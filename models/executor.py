@@ -30,6 +30,7 @@ class ExecutedTask:
     pc: int
     accel_id: int
     regions: tuple[int, int, int, int]
+    data: str          # digest of the words read and written
 
 
 @dataclass
@@ -81,8 +82,8 @@ def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory
             op, next_pc = word.opcode, pc + 1
             if op == Opcode.TASK:
                 regions = task_regions(word, gprs, config, where)
-                functions.run(memory, word.accel_id, *regions, word.metadata)
-                result.tasks.append(ExecutedTask(pid, pc, word.accel_id, regions))
+                data = functions.run(memory, word.accel_id, *regions, word.metadata)
+                result.tasks.append(ExecutedTask(pid, pc, word.accel_id, regions, data))
             elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
                 execute_register_op(word, gprs)
             elif op == Opcode.JUMP:

@@ -1,12 +1,12 @@
 """The cycle-level HTS model: every block of docs/microarchitecture.md, stepped cycle by cycle.
 
 This is the golden model of the RTL. Each cycle runs the stages back to front
-(completion and CDB, branch unit, dispatch, issue, decode, fetch), so that an item moves
-at most one stage per cycle. Every stage decides on the occupancy its structures had at
-the start of the cycle. The CDB's effects (tracker entry freed, instance released,
-waiting tasks woken) land at the end of the cycle. Decode alone sees the tags being
-broadcast, so a task decoded in the same cycle as its producer's broadcast does not
-wait for it. Cycles in which nothing can change are skipped in one step, so an
+(completion and CDB, branch unit, copy-back, dispatch, issue, decode, fetch), so that an
+item moves at most one stage per cycle. Every stage decides on the occupancy its
+structures had at the start of the cycle. What frees a structure (a CDB broadcast, a
+squash, a finished copy-back) lands at the end of the cycle. Decode alone sees the tags
+being broadcast, so a task decoded in the same cycle as its producer's broadcast does
+not wait for it. Cycles in which nothing can change are skipped in one step, so an
 accelerator latency of thousands of cycles costs no Python time.
 
 The same model is the software-runtime baseline (``scheduler="runtime"``): the CPU does
@@ -23,15 +23,16 @@ from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions
 from .asr import AcceleratorStatus, Running
-from .branch_unit import PendingBranch
+from .branch_unit import Checkpoint, PendingBranch
 from .cdb import CommonDataBus
 from .control import begin_loop, end_loop, execute_register_op, task_regions
 from .decode import ProcessContext
 from .executor import check_programs
 from .memory import Memory
-from .memory_tracker import MemoryTracker, TrackerEntry
+from .memory_tracker import MemoryTracker, Region, TrackerEntry
 from .reservation_station import ReservationStation
 from .timing import DeviceTiming, TableLatency
+from .tlb import CopyBack, TaskLookupBuffer
 from .trace import Trace
 from .window import DecodedTask, DispatchWindow
 
@@ -39,6 +40,9 @@ __all__ = ["SCHEDULERS", "RunResult", "HTSModel", "DEFAULT_CYCLE_LIMIT", "runtim
 
 SCHEDULERS = ("hts", "hts-nospec", "runtime")
 DEFAULT_CYCLE_LIMIT = 10**9
+
+# Why a process decoded nothing in a cycle (the stall breakdown).
+TLB_STALLS = ("tlb_full", "tlb_conflict")
 
 
 @dataclass
@@ -52,6 +56,18 @@ class RunResult:
     stalls: dict[str, int]
     registers: list[tuple[int, ...]] = field(default_factory=list)
     simulated_cycles: int = 0          # cycles actually stepped (the rest were skipped)
+    # (pid, pc, data digest) of every task whose result counts, for comparison with the
+    # in-order executor's tasks (tasks completed and later squashed are left out).
+    committed: list[tuple[int, int, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _TaskPlan:
+    """What decoding a task would do, worked out before the decoder commits to it."""
+    home_reads: Region
+    home_writes: Region
+    reads: Region                      # physical: TM when remapped
+    speculative_output: bool           # the output goes to a new TM region
 
 
 def runtime_accesses(tracker_occupancy: int) -> int:
@@ -73,6 +89,7 @@ class HTSModel:
         self.config, self.memory, self.scheduler = config, memory, scheduler
         self.timing = timing or TableLatency()
         self.runtime = scheduler == "runtime"
+        self.speculate = scheduler == "hts" and config.hts.speculation
         self.functions = AcceleratorFunctions(config)
         self.classes = list(config.accelerators)
         self.class_of_id = {acc.id: index for index, acc in enumerate(self.classes)}
@@ -82,6 +99,9 @@ class HTSModel:
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
         self.asr = AcceleratorStatus([acc.count for acc in self.classes])
         self.cdb = CommonDataBus(config.hts.cdb_width)
+        self.tlb = TaskLookupBuffer(config.hts.tlb_entries, config.hts.tm_blocks, config.memory.blocks)
+        self.free_spec_ids = list(range(config.hts.spec_ids))
+        self.copyback: CopyBack | None = None
         self.trace = Trace()
         self.cycle = 0
         self.simulated = 0
@@ -90,9 +110,14 @@ class HTSModel:
         self.in_progress: list[Running] = []
         self.decoder_free_at = 0           # runtime baseline: the CPU is busy scheduling until then
         self.busy_cycles = [0] * len(self.classes)
-        self.tasks_completed = 0
+        self.completed: list[DecodedTask] = []
+        self.completed_speculative: list[DecodedTask] = []   # completed, still under a branch
+        self._last_stalls: dict[int, str] = {}
+        # End-of-cycle effects gathered during the cycle.
+        self._released_tags: set[int] = set()
+        self._released_instances: list[tuple[int, int]] = []
 
-    # ---- stages -------------------------------------------------------------------------
+    # ---- completion and the CDB ---------------------------------------------------------
 
     def _complete(self, t: int) -> list[Running]:
         """Finishing instances take CDB tickets; the arbiter grants the oldest."""
@@ -103,29 +128,119 @@ class HTSModel:
         granted = self.cdb.grant()
         for run in granted:
             task = run.task
-            self.functions.run(self.memory, task.accel_id, *task.reads, *task.writes, task.metadata)
+            task.data = self.functions.run(self.memory, task.accel_id, *task.reads, *task.writes, task.metadata)
             self.busy_cycles[task.class_index] += t - run.started + 1
-            self.tasks_completed += 1
+            self.completed.append(task)
+            if task.mask:
+                self.completed_speculative.append(task)
+            for entry in self.tlb.entries:
+                if entry.producer == task.tag and not entry.producer_done:
+                    entry.producer_done = True
+            self._released_tags.add(task.tag)
+            self._released_instances.append((task.class_index, run.instance))
             self.trace.emit(t, "complete", pid=task.pid, pc=task.pc, tag=task.tag,
                             accel=self.classes[task.class_index].name, instance=run.instance)
         return granted
 
+    # ---- branch unit ----------------------------------------------------------------------
+
     def _resolve_branches(self, t: int) -> bool:
         progress = False
         for proc in self.processes:
-            branch = proc.branch
-            if branch is None or branch.resolves_at != t:
-                continue
-            word = branch.word
-            x = branch.x if branch.kind == "RR" else self.memory.first_word(word.a)
-            taken = branch_taken(word.cond, x, branch.y)
-            self.trace.emit(t, "branch", pid=proc.pid, pc=branch.pc, kind=branch.kind, taken=taken)
-            if taken:
-                proc.queue.redirect(branch.pc + word.offset)
-            proc.branch = None
-            proc.resume_at = t + 1
-            progress = True
+            for branch in [b for b in proc.branches if b.resolves_at == t]:
+                if branch not in proc.branches:     # squashed by an older branch this cycle
+                    continue
+                word = branch.word
+                x = branch.x if branch.kind == "RR" else self.memory.first_word(branch.block)
+                taken = branch_taken(word.cond, x, branch.y)
+                self.trace.emit(t, "branch", pid=proc.pid, pc=branch.pc, kind=branch.kind, taken=taken,
+                                spec_id=branch.spec_id)
+                proc.branches.remove(branch)
+                if branch.spec_id is None:
+                    if taken:
+                        proc.queue.redirect(branch.target)
+                    proc.resume_at = t + 1
+                elif taken:
+                    self._squash(t, proc, branch)
+                else:
+                    self._confirm(branch.spec_id)
+                progress = True
         return progress
+
+    def _confirm(self, spec_id: int):
+        """A speculated branch went the predicted way: its ID leaves every mask."""
+        clear = ~(1 << spec_id)
+        for task in [*self._queued_and_running(), *self.completed_speculative]:
+            task.mask &= clear
+        self.completed_speculative = [task for task in self.completed_speculative if task.mask]
+        for entry in self.tlb.entries:
+            entry.mask &= clear
+        for proc in self.processes:
+            proc.spec_mask &= clear
+            for branch in proc.branches:
+                branch.mask &= clear
+        self.free_spec_ids.append(spec_id)
+
+    def _squash(self, t: int, proc: ProcessContext, branch: PendingBranch):
+        """A speculated branch was taken: undo everything decoded under it."""
+        bit = 1 << branch.spec_id
+        for task in self.completed_speculative:
+            task.squashed = bool(task.mask & bit)
+        self.completed_speculative = [task for task in self.completed_speculative if not task.squashed]
+        squashed = [task for task in self.window.tasks if task.mask & bit]
+        squashed += [task for station in self.stations for task in station.tasks if task.mask & bit]
+        for task in squashed:
+            (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
+            self._released_tags.add(task.tag)
+        aborted = [run for run in self.in_progress + list(self.cdb.tickets) if run.task.mask & bit]
+        for run in aborted:
+            (self.in_progress if run in self.in_progress else self.cdb.tickets).remove(run)
+            self._released_tags.add(run.task.tag)
+            self._released_instances.append((run.task.class_index, run.instance))
+            self.trace.emit(t, "abort", pid=run.task.pid, pc=run.task.pc, tag=run.task.tag,
+                            accel=self.classes[run.task.class_index].name, instance=run.instance)
+        self.tlb.entries = [entry for entry in self.tlb.entries if not entry.mask & bit]
+        for younger in [b for b in proc.branches if b.mask & bit]:
+            proc.branches.remove(younger)
+            if younger.spec_id is not None:
+                self.free_spec_ids.append(younger.spec_id)
+        proc.gprs.restore(branch.checkpoint.gprs)
+        proc.loops.restore(branch.checkpoint.loops)
+        proc.spec_mask = branch.mask
+        proc.skip_depth = 0
+        proc.queue.redirect(branch.target)
+        proc.resume_at = t + 1
+        self.free_spec_ids.append(branch.spec_id)
+        self.trace.emit(t, "squash", pid=proc.pid, pc=branch.pc, spec_id=branch.spec_id,
+                        tags=sorted(task.tag for task in squashed))
+
+    # ---- copy-back engine -----------------------------------------------------------------
+
+    def _copy_back(self, t: int) -> bool:
+        if self.copyback is not None:
+            if self.copyback.finishes != t:
+                return False
+            entry = self.copyback.entry
+            self.memory.write(entry.home[0], entry.home[1], self.memory.read(entry.tm_base, entry.home[1]))
+            self.tlb.entries.remove(entry)
+            self.copyback = None
+            return True
+        wanted = any(reason in TLB_STALLS for reason in self._last_stalls.values()) or any(
+            proc.drained for proc in self.processes if any(e.pid == proc.pid for e in self.tlb.entries))
+        if not wanted:
+            return False
+        busy = [region for entry in self.tracker.entries if entry is not None
+                for region in (entry.reads, entry.writes)]
+        entry = self.tlb.copyable(busy)
+        if entry is None:
+            return False
+        words = entry.home[1] * self.config.memory.block_words
+        cycles = max(1, -(-words // self.config.hts.copyback_words_per_cycle))
+        self.copyback = CopyBack(entry, t, t + cycles)
+        self.trace.emit(t, "copyback", pid=entry.pid, home=list(entry.home), tm=entry.tm_base, cycles=cycles)
+        return True
+
+    # ---- dispatch and issue ---------------------------------------------------------------
 
     def _dispatch(self, t: int) -> bool:
         """Stations offer their oldest ready task with a free instance; the oldest go."""
@@ -146,7 +261,7 @@ class HTSModel:
             self.asr.occupy(run)
             self.in_progress.append(run)
             self.trace.emit(t, "dispatch", pid=task.pid, pc=task.pc, tag=task.tag, accel=acc.name,
-                            instance=instance, reads=list(task.reads), writes=list(task.writes))
+                            instance=instance, reads=list(task.reads), writes=list(task.writes), mask=task.mask)
         return bool(offers)
 
     def _issue(self, t: int, station_room: list[int]) -> bool:
@@ -156,27 +271,68 @@ class HTSModel:
             self.trace.emit(t, "issue", pid=task.pid, pc=task.pc, tag=task.tag)
         return bool(moved)
 
-    def _decode(self, t: int, room: dict[str, int], broadcast: frozenset[int]) -> int | None:
+    # ---- decode ---------------------------------------------------------------------------
+
+    def _plan_task(self, proc: ProcessContext, pc: int, word, room: dict) -> _TaskPlan | str:
+        """How the task at ``pc`` would be decoded now, or why it cannot be."""
+        if room["window"] == 0:
+            return "window_full"
+        if room["tracker"] == 0:
+            return "tracker_full"
+        in_base, in_blocks, out_base, out_blocks = task_regions(word, proc.gprs, self.config, proc.location(pc))
+        home_reads, home_writes = (in_base, in_blocks), (out_base, out_blocks)
+        reads = home_reads
+        if in_blocks:
+            entry = self.tlb.youngest_overlapping(home_reads)
+            if entry is not None:
+                if entry.home != home_reads:
+                    return "tlb_conflict"
+                reads = (entry.tm_base, in_blocks)
+        speculative_output = bool(proc.spec_mask) and out_blocks > 0
+        if speculative_output and not self.tlb.has_room(out_blocks):
+            return "tlb_full"
+        if not speculative_output and out_blocks and self.tlb.any_overlapping(home_writes):
+            return "tlb_conflict"
+        return _TaskPlan(home_reads, home_writes, reads, speculative_output)
+
+    def _decode(self, t: int, room: dict, broadcast: frozenset[int], stalls: dict[int, str]) -> int | None:
         """Decode one instruction of the first process (round robin) that can; its pid."""
-        if t < self.decoder_free_at:
-            return None
         count = len(self.processes)
+        decoded = None
         for step in range(count):
             proc = self.processes[(self.round_robin + step) % count]
-            if proc.done_at is not None or proc.branch is not None or t < proc.resume_at:
-                continue
-            if room["queue"][proc.pid] == 0:
-                continue
-            head = proc.queue.head()
-            if head.word.opcode == Opcode.TASK and proc.skip_depth == 0 and (
-                    room["window"] == 0 or room["tracker"] == 0):
-                continue
-            self._decode_one(t, proc, broadcast)
-            self.round_robin = (proc.pid + 1) % count
-            return proc.pid
+            reason = self._why_not_decodable(t, proc, room)
+            plan = None
+            if reason is None and decoded is None:
+                head = proc.queue.head()
+                if head.word.opcode == Opcode.TASK and proc.skip_depth == 0:
+                    plan = self._plan_task(proc, head.pc, head.word, room)
+                    if isinstance(plan, str):
+                        reason = plan
+                if reason is None:
+                    self._decode_one(t, proc, broadcast, plan)
+                    decoded = proc.pid
+                    continue
+            if proc.done_at is None:
+                stalls[proc.pid] = reason or "decoder_busy"
+        if decoded is not None:
+            self.round_robin = (decoded + 1) % count
+        return decoded
+
+    def _why_not_decodable(self, t: int, proc: ProcessContext, room: dict) -> str | None:
+        if proc.done_at is not None:
+            return "done"
+        if proc.blocked or t < proc.resume_at:
+            return "branch"
+        if proc.drained:
+            return "drain"
+        if room["queue"][proc.pid] == 0:
+            return "fetch"
+        if t < self.decoder_free_at:
+            return "runtime_overhead"
         return None
 
-    def _decode_one(self, t: int, proc: ProcessContext, broadcast: frozenset[int]):
+    def _decode_one(self, t: int, proc: ProcessContext, broadcast: frozenset[int], plan: _TaskPlan | None):
         fetched = proc.queue.pop()
         pc, word = fetched.pc, fetched.word
         op = word.opcode
@@ -184,7 +340,7 @@ class HTSModel:
             proc.skip_depth += {Opcode.LBEG: 1, Opcode.LEND: -1}.get(op, 0)
             return
         if op == Opcode.TASK:
-            self._decode_task(t, proc, pc, word, broadcast)
+            self._decode_task(t, proc, pc, word, broadcast, plan)
         elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
             execute_register_op(word, proc.gprs)
         elif op == Opcode.JUMP:
@@ -199,64 +355,89 @@ class HTSModel:
         elif op == Opcode.IF:
             self._decode_branch(t, proc, pc, word, broadcast)
 
-    def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int]):
-        in_base, in_blocks, out_base, out_blocks = task_regions(word, proc.gprs, self.config, proc.location(pc))
-        reads, writes = (in_base, in_blocks), (out_base, out_blocks)
-        waits = self.tracker.dependences(reads, writes, ignoring=broadcast)
+    def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int],
+                     plan: _TaskPlan):
+        writes = plan.home_writes
+        tag = self.tracker.entries.index(None)
+        if plan.speculative_output:
+            writes = (self.tlb.allocate(self.seq, proc.pid, plan.home_writes, proc.spec_mask, tag),
+                      plan.home_writes[1])
+        waits = self.tracker.dependences(plan.reads, writes, ignoring=broadcast)
         if self.runtime:
-            accesses = runtime_accesses(self.tracker.occupancy())
-            self.decoder_free_at = t + accesses * self.config.timing.l2_latency
-        tag = self.tracker.allocate(TrackerEntry(proc.pid, reads, writes))
+            self.decoder_free_at = t + runtime_accesses(self.tracker.occupancy()) * self.config.timing.l2_latency
+        self.tracker.allocate(TrackerEntry(proc.pid, plan.reads, writes))
         class_index = self.class_of_id[word.accel_id]
-        task = DecodedTask(self.seq, tag, proc.pid, pc, word.task_id, word.accel_id, class_index, reads, writes,
-                           word.metadata, set(waits))
+        task = DecodedTask(self.seq, tag, proc.pid, pc, word.task_id, word.accel_id, class_index, plan.reads,
+                           writes, word.metadata, set(waits), proc.spec_mask)
         self.seq += 1
         self.window.tasks.append(task)
         self.trace.emit(t, "decode", pid=proc.pid, pc=pc, tag=tag, task_id=word.task_id,
-                        accel=self.classes[class_index].name, reads=list(reads), writes=list(writes),
-                        waits_for=sorted(waits))
+                        accel=self.classes[class_index].name, reads=list(plan.reads), writes=list(writes),
+                        waits_for=sorted(waits), mask=task.mask)
 
     def _decode_branch(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int]):
-        y = proc.gprs[word.b]
+        branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
         if not word.memory_branch:
-            proc.branch = PendingBranch(proc.pid, pc, word, "RR", y, x=proc.gprs[word.a], resolves_at=t + 1)
+            branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
+            proc.branches.append(branch)
             return
-        writers = self.tracker.writers_of(word.a, ignoring=broadcast)
+        branch.block = self.tlb.translate_block(word.a)
+        writers = self.tracker.writers_of(branch.block, ignoring=broadcast)
         if writers:
-            proc.branch = PendingBranch(proc.pid, pc, word, "BR", y, waits_for=set(writers))
+            branch.kind, branch.waits_for = "BR", set(writers)
         else:
-            proc.branch = PendingBranch(proc.pid, pc, word, "MR", y,
-                                        resolves_at=t + self.config.timing.memory_latency)
+            branch.kind, branch.resolves_at = "MR", t + self.config.timing.memory_latency
+        if self.speculate and word.speculate and self.free_spec_ids:
+            branch.spec_id = self.free_spec_ids.pop(0)
+            branch.checkpoint = Checkpoint(proc.gprs.snapshot(), proc.loops.snapshot())
+            proc.spec_mask |= 1 << branch.spec_id
+        proc.branches.append(branch)
 
-    def _apply_broadcast(self, t: int, granted: list[Running]):
-        tags = {run.task.tag for run in granted}
-        for run in granted:
-            self.tracker.free(run.task.tag)
-            self.asr.release(run.task.class_index, run.instance)
-        if not tags:
-            return
-        for task in self.window.tasks:
-            task.waits_for -= tags
-        for station in self.stations:
-            for task in station.tasks:
+    # ---- end of cycle ---------------------------------------------------------------------
+
+    def _end_of_cycle(self, t: int):
+        tags = self._released_tags
+        for tag in tags:
+            self.tracker.free(tag)
+        for class_index, instance in self._released_instances:
+            self.asr.release(class_index, instance)
+        if tags:
+            for task in self.window.tasks + [task for station in self.stations for task in station.tasks]:
                 task.waits_for -= tags
-        for proc in self.processes:
-            branch = proc.branch
-            if branch is not None and branch.kind == "BR" and branch.waits_for:
-                branch.waits_for -= tags
-                if not branch.waits_for:
-                    branch.resolves_at = t + self.config.timing.memory_latency
+            for proc in self.processes:
+                for branch in proc.branches:
+                    if branch.kind == "BR" and branch.waits_for:
+                        branch.waits_for -= tags
+                        if not branch.waits_for:
+                            branch.resolves_at = t + self.config.timing.memory_latency
+        self._released_tags, self._released_instances = set(), []
+        if not self.tlb.entries and not self._tm_in_use():
+            self.tlb.tm_next = 0
+
+    def _tm_in_use(self) -> bool:
+        home = self.config.memory.blocks
+        in_tm = [region for entry in self.tracker.entries if entry is not None
+                 for region in (entry.reads, entry.writes) if region[1] and region[0] >= home]
+        return bool(in_tm) or any(b.block >= home for proc in self.processes for b in proc.branches)
 
     def _retire_processes(self, t: int) -> bool:
         progress = False
         for proc in self.processes:
-            if proc.done_at is None and proc.drained and not self.tracker.holds_pid(proc.pid):
+            if (proc.done_at is None and proc.drained and not self.tracker.holds_pid(proc.pid)
+                    and not any(entry.pid == proc.pid for entry in self.tlb.entries)):
                 proc.done_at = t
                 self.trace.emit(t, "end", pid=proc.pid)
                 progress = True
         return progress
 
-    # ---- the cycle ----------------------------------------------------------------------
+    # ---- the cycle ------------------------------------------------------------------------
+
+    def _queued_and_running(self):
+        yield from self.window.tasks
+        for station in self.stations:
+            yield from station.tasks
+        for run in self.in_progress + list(self.cdb.tickets):
+            yield run.task
 
     def _room_at_start(self) -> dict:
         return {
@@ -266,28 +447,6 @@ class HTSModel:
             "stations": [station.capacity - len(station.tasks) for station in self.stations],
         }
 
-    def _stall_reasons(self, t: int, decoded_pid: int | None, room: dict) -> dict[int, str]:
-        reasons = {}
-        for proc in self.processes:
-            if proc.done_at is not None or proc.pid == decoded_pid:
-                continue
-            if proc.branch is not None or t < proc.resume_at:
-                reason = "branch"
-            elif proc.drained:
-                reason = "drain"
-            elif room["queue"][proc.pid] == 0:
-                reason = "fetch"
-            elif t < self.decoder_free_at:
-                reason = "runtime_overhead"
-            elif proc.queue.head().word.opcode == Opcode.TASK and room["window"] == 0:
-                reason = "window_full"
-            elif proc.queue.head().word.opcode == Opcode.TASK and room["tracker"] == 0:
-                reason = "tracker_full"
-            else:
-                reason = "decoder_busy"
-            reasons[proc.pid] = reason
-        return reasons
-
     def step(self) -> bool:
         """Simulate one cycle; whether anything changed."""
         t = self.cycle
@@ -295,22 +454,28 @@ class HTSModel:
         granted = self._complete(t)
         broadcast = frozenset(run.task.tag for run in granted)
         progress = bool(granted) | self._resolve_branches(t)
+        progress |= self._copy_back(t)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
-        decoded_pid = self._decode(t, room, broadcast)
-        progress |= decoded_pid is not None
+        stalls: dict[int, str] = {}
+        progress |= self._decode(t, room, broadcast, stalls) is not None
         for proc in self.processes:
             progress |= proc.queue.fetch(room["queue"][proc.pid])
-        self._apply_broadcast(t, granted)
+        self._end_of_cycle(t)
         progress |= self._retire_processes(t)
-        self._last_stalls = self._stall_reasons(t, decoded_pid, room)
+        # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
+        # change of reason is a change of state even when nothing else moved.
+        progress |= stalls != self._last_stalls
+        self._last_stalls = stalls
         return progress
 
     def _next_event(self) -> int | None:
         times = [run.finishes for run in self.in_progress]
-        times += [p.branch.resolves_at for p in self.processes if p.branch and p.branch.resolves_at is not None]
+        times += [b.resolves_at for p in self.processes for b in p.branches if b.resolves_at is not None]
         times += [p.resume_at for p in self.processes]
         times.append(self.decoder_free_at)
+        if self.copyback is not None:
+            times.append(self.copyback.finishes)
         later = [time for time in times if time > self.cycle]
         return min(later) if later else None
 
@@ -341,5 +506,6 @@ class HTSModel:
         for proc in self.processes:
             for reason, count in proc.stall.items():
                 stalls[reason] = stalls.get(reason, 0) + count
-        return RunResult(self.scheduler, cycles, self.tasks_completed, self.memory, self.trace, utilization,
-                         stalls, [proc.gprs.snapshot() for proc in self.processes], self.simulated)
+        committed = [(task.pid, task.pc, task.data) for task in self.completed if not task.squashed]
+        return RunResult(self.scheduler, cycles, len(committed), self.memory, self.trace, utilization,
+                         stalls, [proc.gprs.snapshot() for proc in self.processes], self.simulated, committed)

@@ -20,10 +20,13 @@ class DecodedTask:
     task_id: int
     accel_id: int
     class_index: int
-    reads: tuple[int, int]    # (base, blocks) as delivered to the accelerator
+    reads: tuple[int, int]    # (base, blocks) as delivered to the accelerator: TM when remapped
     writes: tuple[int, int]
     metadata: int
     waits_for: set[int] = field(default_factory=set)   # tags not yet broadcast
+    mask: int = 0             # speculation IDs of the unresolved branches it is under
+    data: str | None = None   # digest of what it read and wrote, once completed
+    squashed: bool = False    # completed under a branch that then went the other way
 
 
 class DispatchWindow:

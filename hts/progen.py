@@ -1,0 +1,142 @@
+"""Random valid task programs and configurations, for differential testing.
+
+Programs are built to stress the scheduler, not to compute anything sensible: regions
+overlap often (RAW, WAR and WAW hazards), loops nest and may run zero times, and
+branches of every kind (RR, MR, BR; speculated or not; all conditions) jump forward,
+inside their own loop body or past the end. Every program terminates: control only goes
+backwards through ``lend``. Each process works in its own slice of memory, as the
+sequential-equivalence contract requires.
+
+Everything is drawn from one ``random.Random`` so that a seed reproduces a case.
+"""
+
+import random
+from dataclasses import replace
+
+from hts.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig
+
+__all__ = ["random_config", "random_program", "random_programs", "SLICE_BLOCKS"]
+
+# Blocks of memory each process owns; regions are kept inside the owner's slice.
+SLICE_BLOCKS = 24
+_MAX_REGION = 3
+# Functions cheap enough to run thousands of times (the LMS filter runs sample by sample).
+_FUNCTIONS = ("real_fir", "vector_add", "vector_max", "vector_dot", "correlation", "dct_64", "iir")
+
+
+def random_config(rng: random.Random, processes: int | None = None) -> SystemConfig:
+    """A small system, from one-entry-everywhere to roomy, with short random latencies."""
+    tiny = rng.random() < 0.3
+    pick = (lambda lo, hi: lo) if tiny else rng.randint
+    accelerators = tuple(
+        AcceleratorClass(name=name, latency=rng.randint(1, 60), count=pick(1, 3), id=index, function=None)
+        for index, name in enumerate(rng.sample(_FUNCTIONS, rng.randint(2, len(_FUNCTIONS)))))
+    procs = processes or rng.randint(1, 3)
+    hts = SchedulerConfig(
+        queue_depth=pick(1, 4), window=pick(1, 8), rs_entries=pick(1, 4), tracker_entries=pick(1, 12),
+        tlb_entries=pick(1, 8), tm_blocks=rng.choice([_MAX_REGION, 8, 32]), gprs=8, loop_depth=3,
+        dispatch_width=pick(1, 3), cdb_width=pick(1, 2), processes=procs, speculation=rng.random() < 0.8,
+        spec_ids=pick(1, 4), copyback_words_per_cycle=rng.choice([1, 4, 16]))
+    return SystemConfig(memory=MemoryConfig(block_words=8, blocks=SLICE_BLOCKS * procs), accelerators=accelerators,
+                        hts=hts, timing=TimingConfig(interrupt_latency=rng.randint(0, 50), l2_latency=rng.randint(0, 5),
+                                                     memory_latency=rng.randint(5, 90)), source="<random>")
+
+
+class _Writer:
+    """Emits one process's program as assembly text, tracking PCs for branch targets."""
+
+    def __init__(self, rng: random.Random, config: SystemConfig, pid: int):
+        self.rng, self.config, self.pid = rng, config, pid
+        self.lines: list[str] = []
+        self.base = pid * SLICE_BLOCKS
+        self.labels = 0
+        # Regions used so far: reusing them exactly makes producer -> consumer chains,
+        # which is what exercises TLB remapping and copy-back ordering.
+        self.used: list[tuple[int, int]] = []
+
+    def emit(self, text: str):
+        self.lines.append(f"{text} {self.rng.randint(0, 15):x} {self.pid:x} ")
+
+    def region(self) -> tuple[int, int]:
+        if self.used and self.rng.random() < 0.6:
+            return self.rng.choice(self.used[-6:])
+        size = self.rng.randint(0, _MAX_REGION)
+        region = self.base + self.rng.randint(0, SLICE_BLOCKS - _MAX_REGION), size
+        self.used.append(region)
+        return region
+
+    def task(self):
+        acc = self.rng.choice(self.config.accelerators)
+        (a, b), (c, d) = self.region(), self.region()
+        if self.rng.random() < 0.25:
+            # Indirect: r1..r3 always hold blocks inside this process's slice (set in the prologue).
+            ra, rc = self.rng.randint(1, 3), self.rng.randint(1, 3)
+            self.emit(f"{acc.name} r{ra} {b:x} r{rc} {d:x}")
+            self.lines[-1] += f"1 {self.rng.randint(0, 1 << 30):x}"
+        else:
+            self.emit(f"{acc.name} {a:x} {b:x} {c:x} {d:x}")
+            self.lines[-1] += f"0 {self.rng.randint(0, 1 << 30):x}"
+
+    def register_op(self):
+        kind = self.rng.random()
+        if kind < 0.3:   # move a base register elsewhere inside the slice
+            self.emit(f"mov {self.base + self.rng.randint(0, SLICE_BLOCKS - _MAX_REGION):x} 0 r{self.rng.randint(1, 3)} 0")
+        elif kind < 0.7:
+            self.emit(f"mov {self.rng.randint(0, 200):x} 0 r{self.rng.randint(4, 7)} 0")
+        else:
+            op = self.rng.choice(["add", "mul"])
+            self.emit(f"{op} r{self.rng.randint(4, 7)} r{self.rng.randint(4, 7)} r{self.rng.randint(4, 7)} 0")
+        self.lines[-1] += "0"
+
+    def branch_or_jump(self, label: str):
+        if self.rng.random() < 0.25:
+            self.emit(f"jump 0 0 {label} 0")
+            self.lines[-1] += "0"
+            return
+        memory = self.rng.random() < 0.7
+        k = memory << 3 | (self.rng.random() < 0.8) << 2 | self.rng.randint(0, 3)
+        a = f"{self.region()[0]:x}" if memory else f"r{self.rng.randint(4, 7)}"
+        self.emit(f"if {a} r{self.rng.randint(4, 7)} {label} 0")
+        self.lines[-1] += f"{k:x}"
+
+    def block(self, depth: int, budget: list[int]):
+        """A sequence of items; forward branches land on a later item or the block's end."""
+        pending: list[str] = []
+        for _ in range(self.rng.randint(1, 7)):
+            if budget[0] <= 0:
+                break
+            budget[0] -= 1
+            if pending and self.rng.random() < 0.4:
+                self.lines.append(f"{pending.pop()}:")
+            kind = self.rng.random()
+            if kind < 0.45:
+                self.task()
+            elif kind < 0.65:
+                self.register_op()
+            elif kind < 0.8 and depth < self.config.hts.loop_depth:
+                counter = 4 + depth
+                self.emit(f"lbeg {self.rng.choice([0, 1, 2, 3]):x} r{counter} 0 0")
+                self.lines[-1] += "0"
+                self.block(depth + 1, budget)
+                self.emit(f"lend 0 r{counter} 0 0")
+                self.lines[-1] += "0"
+            else:
+                self.labels += 1
+                label = f"p{self.pid}_l{self.labels}"
+                pending.append(label)
+                self.branch_or_jump(label)
+        for label in pending:  # the end of the block: before its lend, or the program's end
+            self.lines.append(f"{label}:")
+
+
+def random_program(rng: random.Random, config: SystemConfig, pid: int = 0, items: int = 24) -> str:
+    writer = _Writer(rng, config, pid)
+    for register in (1, 2, 3):
+        writer.emit(f"mov {writer.base + rng.randint(0, SLICE_BLOCKS - _MAX_REGION):x} 0 r{register} 0")
+        writer.lines[-1] += "0"
+    writer.block(0, [items])
+    return "\n".join(writer.lines) + "\n"
+
+
+def random_programs(rng: random.Random, config: SystemConfig, items: int = 24) -> list[str]:
+    return [random_program(rng, config, pid, items) for pid in range(config.hts.processes)]

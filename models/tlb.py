@@ -1,0 +1,89 @@
+"""Task Lookup Buffer and transactional memory (TM): where speculative outputs live.
+
+A task decoded under unresolved speculated branches (a non-zero speculation mask) does
+not write home memory: decode gives its output a fresh TM region and records the
+mapping home region -> TM region here, tagged with the task's mask. Later tasks are
+remapped by the youngest entry their input overlaps: when that entry maps exactly the
+region they read, they read the TM copy; any other overlap must wait until the entry is
+copied back. The rule keeps one invariant: the current value of a block is in the
+youngest entry that covers it, or in home memory if none does.
+
+A mispredicted branch drops the entries under its speculation ID: nothing needs erasing,
+as the TM space is simply never read again. A resolved entry stays until the copy-back
+engine writes it home: when speculative work waits for TLB or TM room, when a task
+conflicts with it, or when its process reaches the end of its program. TM space is
+allocated upwards from the bottom and reclaimed only when the TLB is empty and nothing in
+flight still reads TM (a bump allocator: no fragmentation, trivial in hardware).
+"""
+
+from dataclasses import dataclass
+
+from .memory_tracker import Region, overlaps
+
+__all__ = ["TLBEntry", "TaskLookupBuffer", "CopyBack"]
+
+
+@dataclass
+class TLBEntry:
+    seq: int               # age: decode order of the producing task
+    pid: int
+    home: Region           # region the program names
+    tm_base: int           # physical block where the TM copy starts
+    mask: int              # speculation IDs the producer is under; 0 once all resolved
+    producer: int          # producer's tracker tag, valid while not producer_done
+    producer_done: bool = False
+
+
+@dataclass
+class CopyBack:
+    entry: TLBEntry
+    started: int
+    finishes: int
+
+
+class TaskLookupBuffer:
+    def __init__(self, entries: int, tm_blocks: int, home_blocks: int):
+        self.capacity = entries
+        self.tm_blocks = tm_blocks
+        self.home_blocks = home_blocks
+        self.entries: list[TLBEntry] = []        # oldest first
+        self.tm_next = 0                          # bump allocator, in TM blocks
+
+    def youngest_overlapping(self, region: Region) -> TLBEntry | None:
+        return next((e for e in reversed(self.entries) if overlaps(e.home, region)), None)
+
+    def any_overlapping(self, region: Region) -> bool:
+        return any(overlaps(e.home, region) for e in self.entries)
+
+    def translate_block(self, block: int) -> int:
+        """Physical block holding the current value of home ``block``."""
+        entry = self.youngest_overlapping((block, 1))
+        return block if entry is None else entry.tm_base + block - entry.home[0]
+
+    def has_room(self, blocks: int) -> bool:
+        return len(self.entries) < self.capacity and self.tm_next + blocks <= self.tm_blocks
+
+    def fits_ever(self, blocks: int) -> bool:
+        return blocks <= self.tm_blocks
+
+    def allocate(self, seq: int, pid: int, home: Region, mask: int, producer: int) -> int:
+        tm_base = self.home_blocks + self.tm_next
+        self.tm_next += home[1]
+        self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer))
+        return tm_base
+
+    def copyable(self, busy_home: list[Region]) -> TLBEntry | None:
+        """Oldest entry that may be written home now.
+
+        It must be resolved and produced, no older entry may overlap it (the older one goes
+        home first), and no in-flight task may read or write the home blocks it overwrites.
+        """
+        for index, entry in enumerate(self.entries):
+            if entry.mask or not entry.producer_done:
+                continue
+            if any(overlaps(older.home, entry.home) for older in self.entries[:index]):
+                continue
+            if any(overlaps(region, entry.home) for region in busy_home):
+                continue
+            return entry
+        return None
