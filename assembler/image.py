@@ -4,11 +4,10 @@ and ``.bin`` (16 bytes per instruction, little-endian), chosen by the file's suf
 Writes are atomic: the image appears whole under its name or not at all.
 """
 
-import os
-import tempfile
 from pathlib import Path
 
 from hts.errors import HTSError, Location, SourceError, display_path
+from hts.output import atomic_path
 from hts.isa import INSTRUCTION_BITS
 
 from .program import Program
@@ -37,18 +36,8 @@ def image_bytes(words: tuple[int, ...] | list[int], suffix: str) -> bytes:
 def write_image(path: str | Path, program: Program):
     path = Path(path)
     data = image_bytes(program.words, _suffix(path))
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=directory)
-    except OSError as err:
-        raise HTSError(f"cannot write: {err.strerror}", Location(display_path(path))) from None
-    try:
-        with os.fdopen(fd, "wb") as out:
-            out.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def read_image(path: str | Path) -> Program:

@@ -58,26 +58,128 @@ def cmd_tools(args) -> int:
     return 0
 
 
+def _load_programs(paths: list[str], config):
+    from .assembler import load_program
+    return [load_program(path, config) for path in paths]
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError("expected integers >= 1")
+    return values
+
+
+def cmd_run(args) -> int:
+    import json
+    from .models.memory import initial_memory
+    from .models.report import run_summary
+    from .models.simulate import simulate
+    from .output import atomic_path
+    config = load_config(args.config)
+    programs = _load_programs(args.programs, config)
+    result = simulate(config, programs, initial_memory(config, args.seed), args.scheduler,
+                      max_cycles=args.max_cycles)
+    summary = {"programs": args.programs, "config": config.source, "seed": args.seed, **run_summary(result)}
+    if args.trace:
+        with atomic_path(args.trace) as tmp, open(tmp, "w") as out:
+            result.trace.write_jsonl(out)
+    if args.json:
+        print(json.dumps(summary))
+        return 0
+    print(f"programs     {' '.join(args.programs)}")
+    print(f"config       {config.source}    scheduler {args.scheduler}    seed {args.seed}")
+    print(f"cycles       {result.cycles}")
+    print(f"tasks        {result.tasks}")
+    print(f"memory       {summary['memory_digest']}  (digest of home memory)")
+    print("utilization  " + "  ".join(f"{name} {value:.1%}" for name, value in result.utilization.items()))
+    if result.stalls:
+        print("stalls       " + "  ".join(f"{reason} {count}" for reason, count in sorted(result.stalls.items())))
+        print("             (cycles a process decoded nothing, by reason, summed over processes)")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    import json
+    from .models.report import compare
+    from .plots import plot_compare
+    config = load_config(args.config)
+    programs = _load_programs(args.programs, config)
+    rows = compare(config, programs, args.seed)
+    plot = Path(args.plot) if args.plot else Path(f"{Path(args.programs[0]).stem}_compare.png")
+    title = f"{' '.join(Path(p).name for p in args.programs)} on {config.source}"
+    plot_compare(rows, plot, title)
+    if args.json:
+        print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows}))
+    else:
+        print(title)
+        print(f"{'scheduler':<12}{'cycles':>10}{'vs naive':>10}{'tasks':>7}  memory")
+        for row in rows:
+            check = "matches sequential" if row["memory_matches_sequential"] else "DIFFERS from sequential"
+            print(f"{row['scheduler']:<12}{row['cycles']:>10}{row['speedup_vs_naive']:>9.2f}x{row['tasks']:>7}  "
+                  f"{row['memory_digest']} {check}")
+        print(f"plot: {plot}")
+    return 0 if all(row["memory_matches_sequential"] for row in rows) else 1
+
+
+def cmd_scaling(args) -> int:
+    import json
+    from .assembler import assemble
+    from .benchmarks import audio_compression
+    from .models.report import scaling
+    from .plots import plot_scaling
+    config = load_config(args.config)
+    outcome = "taken: frequency domain" if args.taken else "not taken: time domain"
+
+    def program(bands, system):
+        return assemble(audio_compression(bands, args.taken), system, f"audio_compression(bands={bands})")
+
+    print(f"audio compression, branch {outcome}, scheduler {args.scheduler}, on {config.source}", file=sys.stderr)
+    rows = scaling(config, program, args.bands, args.instances, args.scheduler)
+    plot = Path(args.plot)
+    plot_scaling(rows, plot, f"Audio compression ({outcome}), {args.scheduler}")
+    if args.json:
+        print(json.dumps({"config": config.source, "taken": args.taken, "plot": str(plot), "rows": rows}))
+        return 0
+    print(f"{'bands':>6}" + "".join(f"{f'{n} inst.':>12}" for n in args.instances))
+    for bands in args.bands:
+        cycles = {row["instances"]: row["cycles"] for row in rows if row["bands"] == bands}
+        print(f"{bands:>6}" + "".join(f"{cycles[n]:>12}" for n in args.instances))
+    print(f"plot: {plot}")
+    return 0
+
+
 def cmd_demo(args) -> int:
-    """Assemble and disassemble the paper's listings; show the malformed one's error."""
+    """The audio compression of the paper on every scheduler, then the assembler round trip."""
     from .assembler import assemble, disassemble
     config = load_config(args.config)
+    audio = resources.files("hts.benchmarks").joinpath("audio_compression.s")
+    print("== hts compare benchmarks/audio_compression.s (Algorithm 1 of the HTS paper, 8 bands)")
+    status = cmd_compare(argparse.Namespace(config=args.config, programs=[str(audio)], seed=0,
+                                            plot=args.plot, json=False))
     examples = resources.files("hts.examples")
-    for name in ("paper_independent", "paper_loop", "paper_branch", "labels"):
-        text = examples.joinpath(f"{name}.s").read_text()
-        program = assemble(text, config, f"examples/{name}.s")
-        print(f"== examples/{name}.s: {len(program)} instructions")
-        for word, line in zip(program.words, disassemble(program, config)):
-            print(f"  {word:032x}  {line}")
-    print("== examples/paper_branch_malformed.s (the paper's listing as printed)")
+    print("\n== the paper's branch listing, assembled and disassembled")
+    program = assemble(examples.joinpath("paper_branch.s").read_text(), config, "examples/paper_branch.s")
+    for word, line in zip(program.words, disassemble(program, config)):
+        print(f"  {word:032x}  {line}")
     try:
         assemble(examples.joinpath("paper_branch_malformed.s").read_text(), config,
                  "examples/paper_branch_malformed.s")
     except HTSError as err:
-        print(f"  rejected, as it must be:\n  {err}")
+        print(f"== the listing as the paper printed it is rejected, as it must be:\n  {err}")
     else:
         raise AssertionError("the malformed listing assembled")
-    return 0
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +207,49 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(p)
     p.set_defaults(run=cmd_disasm)
 
+    from .models.simulate import SCHEDULERS
+
+    p = sub.add_parser("run", help="run programs on a scheduler model; cycles, utilization, stalls",
+                       description="Run one program per process on the reference model of a scheduler and "
+                                   "print total cycles, tasks, utilization per accelerator class, the stall "
+                                   "breakdown and a digest of home memory at the end.")
+    p.add_argument("programs", metavar="PROG", nargs="+",
+                   help="assembly source or image (.hex/.bin); the n-th runs as process n")
+    _add_config(p)
+    p.add_argument("--scheduler", choices=SCHEDULERS, default="hts",
+                   help="hts (default), hts-nospec, runtime (software), naive, or sequential (in order)")
+    p.add_argument("--trace", metavar="FILE", help="write the event trace as JSON lines")
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
+    p.add_argument("--max-cycles", type=_positive_int, default=10**9, help="give up after this many cycles")
+    p.set_defaults(run=cmd_run)
+
+    p = sub.add_parser("compare", help="run programs on every scheduler; table and bar chart",
+                       description="Run the programs on naive, runtime, hts-nospec, hts and sequential "
+                                   "scheduling from the same initial memory, print cycles and speed-up over "
+                                   "naive, check that every final memory equals the sequential one (exit 1 if "
+                                   "not), and draw a bar chart.")
+    p.add_argument("programs", metavar="PROG", nargs="+", help="assembly source or image, one per process")
+    _add_config(p)
+    p.add_argument("--plot", metavar="FILE.png", help="bar chart to write (default: PROG_compare.png)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
+    p.set_defaults(run=cmd_compare)
+
+    p = sub.add_parser("scaling", help="audio compression: cycles against instances per function (Fig. 10)",
+                       description="Run the audio-compression benchmark for several band counts and numbers of "
+                                   "accelerator instances per function, as the paper's Figure 10; print the "
+                                   "table and draw it. Progress goes to stderr.")
+    _add_config(p)
+    p.add_argument("--bands", type=_int_list, default=[4, 8, 16, 32], help="band counts (default 4,8,16,32)")
+    p.add_argument("--instances", type=_int_list, default=[1, 2, 3, 4, 6, 8],
+                   help="instances per function (default 1,2,3,4,6,8)")
+    p.add_argument("--taken", action="store_true", help="make the branch taken (frequency domain, FFTs)")
+    p.add_argument("--scheduler", choices=("hts", "hts-nospec", "runtime"), default="hts")
+    p.add_argument("--plot", metavar="FILE.png", default="scaling.png", help="line chart (default scaling.png)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.set_defaults(run=cmd_scaling)
+
     p = sub.add_parser("config", help="show a validated system configuration",
                        description="Validate a configuration and print its accelerator classes (with the "
                                    "accelerator IDs programs are assembled with) and every scheduler parameter.")
@@ -116,10 +261,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "PATH set-up by the user.")
     p.set_defaults(run=cmd_tools)
 
-    p = sub.add_parser("demo", help="the demo: assemble and disassemble the paper's example programs",
-                       description="Assemble the paper's example listings, print their words and their "
-                                   "disassembly, and show the error for the malformed listing.")
+    p = sub.add_parser("demo", help="the demo: audio compression on every scheduler, and the assembler",
+                       description="Run the paper's audio-compression application through `hts compare` "
+                                   "(table and bar chart), then assemble and disassemble the paper's branch "
+                                   "listing and show the error for the listing as printed.")
     _add_config(p)
+    p.add_argument("--plot", metavar="FILE.png", default="audio_compression_compare.png",
+                   help="bar chart to write (default audio_compression_compare.png)")
     p.set_defaults(run=cmd_demo)
     return parser
 

@@ -133,9 +133,6 @@ class HTSModel:
             self.completed.append(task)
             if task.mask:
                 self.completed_speculative.append(task)
-            for entry in self.tlb.entries:
-                if entry.producer == task.tag and not entry.producer_done:
-                    entry.producer_done = True
             self._released_tags.add(task.tag)
             self._released_instances.append((task.class_index, run.instance))
             self.trace.emit(t, "complete", pid=task.pid, pc=task.pc, tag=task.tag,
@@ -397,6 +394,9 @@ class HTSModel:
 
     def _end_of_cycle(self, t: int):
         tags = self._released_tags
+        for entry in self.tlb.entries:
+            if entry.producer in tags and not entry.producer_done:
+                entry.producer_done = True
         for tag in tags:
             self.tracker.free(tag)
         for class_index, instance in self._released_instances:
@@ -450,10 +450,11 @@ class HTSModel:
     def step(self) -> bool:
         """Simulate one cycle; whether anything changed."""
         t = self.cycle
+        progress = self._retire_processes(t)    # on the state registered at the start of the cycle
         room = self._room_at_start()
         granted = self._complete(t)
         broadcast = frozenset(run.task.tag for run in granted)
-        progress = bool(granted) | self._resolve_branches(t)
+        progress |= bool(granted) | self._resolve_branches(t)
         progress |= self._copy_back(t)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
@@ -462,7 +463,6 @@ class HTSModel:
         for proc in self.processes:
             progress |= proc.queue.fetch(room["queue"][proc.pid])
         self._end_of_cycle(t)
-        progress |= self._retire_processes(t)
         # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
         # change of reason is a change of state even when nothing else moved.
         progress |= stalls != self._last_stalls

@@ -1,0 +1,45 @@
+"""PNG charts beside the result tables (matplotlib, no display needed)."""
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on CI machines
+import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+
+from .output import atomic_path  # noqa: E402
+
+__all__ = ["plot_compare", "plot_scaling"]
+
+
+def plot_compare(rows: list[dict], path: str | Path, title: str):
+    names = [row["scheduler"] for row in rows]
+    cycles = [row["cycles"] for row in rows]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bars = ax.bar(names, cycles, color=["#b0b0b0", "#e0a040", "#60a0d0", "#2060a0", "#90c090"][: len(rows)])
+    for bar, row in zip(bars, rows):
+        ax.annotate(f"{row['speedup_vs_naive']:.2f}x", (bar.get_x() + bar.get_width() / 2, bar.get_height()),
+                    ha="center", va="bottom", fontsize=9)
+    ax.set_ylabel("cycles")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def plot_scaling(rows: list[dict], path: str | Path, title: str):
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for bands in sorted({row["bands"] for row in rows}):
+        points = sorted((row["instances"], row["cycles"]) for row in rows if row["bands"] == bands)
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=f"{bands} bands")
+    ax.set_xlabel("accelerator instances per function")
+    ax.set_ylabel("cycles")
+    ax.set_title(title, fontsize=10)
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)

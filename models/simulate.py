@@ -1,0 +1,51 @@
+"""One entry point for every scheduler the toolkit compares.
+
+- ``hts``: the cycle model with speculation (as configured);
+- ``hts-nospec``: the same hardware with speculation off;
+- ``runtime``: the same out-of-order policy run in software on the CPU;
+- ``naive``: the CPU runs one task at a time and waits for its interrupt;
+- ``sequential``: in-order execution with no scheduling cost at all (the reference
+  for the final memory; its cycle count is the sum of the task latencies).
+"""
+
+from hts.assembler import Program
+from hts.config import SystemConfig
+
+from .executor import ExecutionResult, run_sequential
+from .hts import DEFAULT_CYCLE_LIMIT, SCHEDULERS as CYCLE_SCHEDULERS, HTSModel, RunResult
+from .memory import Memory
+from .timing import DeviceTiming, TableLatency
+from .trace import Trace
+
+__all__ = ["SCHEDULERS", "simulate", "naive_cycles"]
+
+SCHEDULERS = (*CYCLE_SCHEDULERS, "naive", "sequential")
+
+
+def naive_cycles(execution: ExecutionResult, programs: list[Program], config: SystemConfig,
+                 timing: DeviceTiming, interrupt: bool = True) -> tuple[int, list[int]]:
+    """Total cycles of one-task-at-a-time execution, and busy cycles per class."""
+    classes = {acc.id: (index, acc) for index, acc in enumerate(config.accelerators)}
+    total, busy = 0, [0] * len(config.accelerators)
+    for task in execution.tasks:
+        index, acc = classes[task.accel_id]
+        cycles = timing.cycles(acc, programs[task.pid].decoded[task.pc])
+        busy[index] += cycles
+        total += cycles + (config.timing.interrupt_latency if interrupt else 0)
+    return total, busy
+
+
+def simulate(config: SystemConfig, programs: list[Program], memory: Memory, scheduler: str = "hts",
+             timing: DeviceTiming | None = None, max_cycles: int = DEFAULT_CYCLE_LIMIT) -> RunResult:
+    timing = timing or TableLatency()
+    if scheduler in CYCLE_SCHEDULERS:
+        return HTSModel(config, programs, memory, timing, scheduler).run(max_cycles)
+    if scheduler not in SCHEDULERS:
+        raise ValueError(f"unknown scheduler {scheduler!r} (known: {', '.join(SCHEDULERS)})")
+    execution = run_sequential(programs, config, memory)
+    cycles, busy = naive_cycles(execution, programs, config, timing, interrupt=scheduler == "naive")
+    cycles = max(cycles, 1)
+    utilization = {acc.name: busy[i] / (acc.count * cycles) for i, acc in enumerate(config.accelerators)}
+    committed = [(task.pid, task.pc, task.data) for task in execution.tasks]
+    return RunResult(scheduler, cycles, len(execution.tasks), memory, Trace(), utilization, {},
+                     execution.registers, 0, committed)

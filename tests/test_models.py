@@ -1,0 +1,215 @@
+"""Reference models: the three contracts, on benchmarks and on random programs.
+
+Sequential equivalence is checked twice over: home memory at the end, and the data
+every committed task read and wrote (a wrong value can be overwritten before the end).
+"""
+
+import collections
+import dataclasses
+import random
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from hts import benchmarks
+from hts.assembler import assemble
+from hts.config import load_config
+from hts.progen import random_config, random_programs
+from hts.models.executor import run_sequential
+from hts.models.hts import HTSModel
+from hts.models.memory import initial_memory
+from hts.models.simulate import simulate
+
+CYCLE_SCHEDULERS = ("hts", "hts-nospec", "runtime")
+
+
+def programs_for(name, config):
+    return [assemble(benchmarks.source(name), config, f"{name}.s")]
+
+
+def assert_sequentially_equivalent(config, programs, seed=0, schedulers=CYCLE_SCHEDULERS):
+    reference = run_sequential(programs, config, initial_memory(config, seed))
+    expected_tasks = collections.Counter((t.pid, t.pc, t.data) for t in reference.tasks)
+    for scheduler in schedulers:
+        result = simulate(config, programs, initial_memory(config, seed), scheduler, max_cycles=10**8)
+        assert result.memory.digest() == reference.memory.digest(), scheduler
+        assert collections.Counter(result.committed) == expected_tasks, scheduler
+    return reference
+
+
+@pytest.mark.parametrize("preset", ["default", "tiny", "large"])
+@pytest.mark.parametrize("name", benchmarks.BENCHMARKS)
+def test_benchmarks_are_sequentially_equivalent(preset, name):
+    config = load_config(preset)
+    assert_sequentially_equivalent(config, programs_for(name, config))
+
+
+@pytest.mark.parametrize("preset", ["default", "tiny"])
+def test_audio_taken_branch_is_sequentially_equivalent(preset):
+    config = load_config(preset)
+    assert_sequentially_equivalent(config, [assemble(benchmarks.audio_compression(4, taken=True), config)])
+
+
+@settings(max_examples=1000)
+@given(st.integers(0, 2**32 - 1))
+def test_random_programs_are_sequentially_equivalent_and_finish(seed):
+    """Random systems (down to one entry everywhere) running 1-3 random processes."""
+    rng = random.Random(seed)
+    config = random_config(rng)
+    programs = [assemble(text, config, f"seed{seed}_pid{pid}.s")
+                for pid, text in enumerate(random_programs(rng, config))]
+    assert_sequentially_equivalent(config, programs, seed)
+
+
+MISPREDICTED = """\
+        mov   ffff 0 r1 0 0 0 0
+        if    300 r1 skip 0 0 0 d 0      ; MR, speculated, NEQ: taken
+        fft_256     18 8 60 8 1 0 0 0    ; speculative: into TM, then aborted
+        real_fir    10 1 40 1 2 0 0 0    ; speculative: into TM, then aborted or squashed
+skip:   vector_add  24 2 46 1 3 0 0 0
+"""
+
+
+def test_misprediction_leaves_no_trace_in_home_memory(default_config):
+    program = assemble(MISPREDICTED, default_config)
+    before = initial_memory(default_config)
+    model = HTSModel(default_config, [program], initial_memory(default_config))
+    result = model.run()
+    [branch] = result.trace.of("branch")
+    assert branch.fields["taken"] and branch.fields["spec_id"] is not None
+    assert result.trace.of("squash") and result.trace.of("abort")
+    speculative = [e for e in result.trace.of("dispatch") if e.fields["pc"] in (2, 3)]
+    assert speculative and all(e.fields["writes"][0] >= default_config.memory.blocks for e in speculative)
+    block = default_config.memory.block_words
+    for base, count in ((0x60, 8), (0x40, 1)):   # what the squashed tasks would have written
+        assert (result.memory.home[base * block:(base + count) * block] ==
+                before.home[base * block:(base + count) * block]).all()
+    assert result.tasks == 1 and not result.trace.of("copyback")
+    assert_sequentially_equivalent(default_config, [program])
+
+
+TLB_PRESSURE = """\
+        mov   0 0 r1 0 0 0 0
+        vector_max  10 1 41 1 0 0 0 0    ; the branch waits for this (BR)
+        if    41 r1 skip 0 0 0 c 0       ; BR, speculated, EQ: not taken, as predicted
+        real_fir    10 1 50 1 1 0 0 0    ; speculative: takes the only TLB entry
+        real_fir    11 1 51 1 2 0 0 0    ; speculative: waits for TLB room (tlb_full)
+        real_fir    50 1 53 1 4 0 0 0    ; reads 0x50: remapped to its TM copy
+skip:
+"""
+
+
+def test_tlb_full_stalls_and_copies_back(tiny_config):
+    # One TLB entry, but room elsewhere so that speculative tasks reach decode.
+    config = dataclasses.replace(tiny_config, hts=dataclasses.replace(
+        tiny_config.hts, tracker_entries=8, window=4, rs_entries=4))
+    program = assemble(TLB_PRESSURE, config)
+    result = HTSModel(config, [program], initial_memory(config)).run()
+    assert result.stalls.get("tlb_full", 0) > 0
+    home = config.memory.blocks
+    decodes = {e.fields["pc"]: e.fields for e in result.trace.of("decode")}
+    assert decodes[3]["writes"][0] >= home and decodes[3]["mask"]       # into TM
+    assert decodes[4]["writes"] == [0x51, 1] and not decodes[4]["mask"]  # after the branch: home
+    assert decodes[5]["reads"] == [decodes[3]["writes"][0], 1]         # remapped reader
+    [copyback] = result.trace.of("copyback")                             # written home at last
+    assert copyback.fields["home"] == [0x50, 1]
+    assert copyback.cycle > next(e.cycle for e in result.trace.of("complete") if e.fields["pc"] == 3)
+    assert_sequentially_equivalent(config, [program])
+
+
+def dispatch_and_complete(result, pc):
+    dispatch = next(e.cycle for e in result.trace.of("dispatch") if e.fields["pc"] == pc)
+    complete = next(e.cycle for e in result.trace.of("complete") if e.fields["pc"] == pc)
+    return dispatch, complete
+
+
+@pytest.mark.parametrize("second,hazard", [
+    ("real_fir 40 1 20 1 1 0 0 0", "RAW"),
+    ("real_fir 20 1 10 1 1 0 0 0", "WAR"),
+    ("real_fir 20 1 40 1 1 0 0 0", "WAW"),
+    ("real_fir 41 1 20 1 1 0 0 0", "RAW through overlap"),   # 0x41 lies inside [0x40, 0x42)
+])
+def test_hazards_order_the_second_task_after_the_first(default_config, second, hazard):
+    program = assemble(f"real_fir 10 1 40 2 0 0 0 0\n{second}\n", default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    _, first_done = dispatch_and_complete(result, 0)
+    second_start, _ = dispatch_and_complete(result, 1)
+    assert second_start == first_done + 1, hazard
+
+
+def test_independent_tasks_overlap(default_config):
+    program = assemble("real_fir 10 1 40 1 0 0 0 0\nreal_fir 11 1 41 1 1 0 0 0\n", default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    first, first_done = dispatch_and_complete(result, 0)
+    second, _ = dispatch_and_complete(result, 1)
+    assert first < second < first_done
+
+
+def test_pipeline_timing_of_one_task(default_config):
+    """decode at 1 (fetch at 0), issue at 2, dispatch at 3, complete latency later, end."""
+    program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    cycles = {e.event: e.cycle for e in result.trace.events}
+    assert (cycles["decode"], cycles["issue"], cycles["dispatch"]) == (1, 2, 3)
+    assert cycles["complete"] == 3 + 921
+    assert cycles["end"] == cycles["complete"] + 1 and result.cycles == cycles["end"] + 1
+
+
+def test_register_branch_costs_one_bubble(default_config):
+    straight = "mov 1 0 r1 0 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\n"
+    branchy = "mov 1 0 r1 0 0 0 0\nif r1 r1 1 0 0 0 1 0\nreal_fir 10 1 40 1 0 0 0 0\n"  # RR NEQ: not taken
+    decode_cycle = []
+    for text in (straight, branchy):
+        result = HTSModel(default_config, [assemble(text, default_config)], initial_memory(default_config)).run()
+        decode_cycle.append(result.trace.of("decode")[0].cycle)
+        kinds = [e.fields["kind"] for e in result.trace.of("branch")]
+    assert kinds == ["RR"]
+    assert decode_cycle[1] == decode_cycle[0] + 2   # one cycle for the if, one bubble
+
+
+def test_long_latencies_are_fast_forwarded(default_config):
+    result = HTSModel(default_config, programs_for("no_dependency", default_config),
+                      initial_memory(default_config)).run()
+    assert result.cycles > 10_000 and result.simulated_cycles < 200
+
+
+def test_trace_is_deterministic(default_config):
+    programs = programs_for("audio_compression", default_config)
+    traces = [[e.as_dict() for e in HTSModel(default_config, programs, initial_memory(default_config)).run()
+               .trace.events] for _ in range(2)]
+    assert traces[0] == traces[1]
+
+
+def test_paper_orderings_hold(default_config):
+    """Naive slowest; HTS at least as fast as the runtime; more instances help both."""
+    one = load_config("tiny")
+    for name in benchmarks.SYNTHETIC:
+        cycles = {s: simulate(default_config, programs_for(name, default_config), initial_memory(default_config),
+                              s).cycles for s in ("naive", "runtime", "hts")}
+        assert cycles["naive"] > cycles["runtime"] >= cycles["hts"], name
+    for scheduler in ("runtime", "hts"):
+        few = simulate(one, programs_for("loop_no_dependency", one), initial_memory(one), scheduler).cycles
+        many = simulate(default_config, programs_for("loop_no_dependency", default_config),
+                        initial_memory(default_config), scheduler).cycles
+        assert many < few, scheduler
+
+
+def test_speculation_helps_a_correct_bus_read_prediction(default_config):
+    programs = programs_for("audio_compression", default_config)
+    spec = simulate(default_config, programs, initial_memory(default_config), "hts").cycles
+    nospec = simulate(default_config, programs, initial_memory(default_config), "hts-nospec").cycles
+    assert spec < nospec
+
+
+def test_several_processes_share_the_back_end():
+    config = load_config("large")
+    first = assemble(benchmarks.source("no_dependency"), config)
+    # The second process works in its own memory, above the first's.
+    second_text = "".join(f"real_fir {0x1000 + i:x} 1 {0x1100 + i:x} 1 0 {{pid}} 0 0\n" for i in range(6))
+    second = assemble(second_text.format(pid=1), config)
+    together = simulate(config, [first, second], initial_memory(config), "hts")
+    assert {e.fields["pid"] for e in together.trace.of("end")} == {0, 1}
+    apart = (simulate(config, [first], initial_memory(config), "hts").cycles
+             + simulate(config, [assemble(second_text.format(pid=0), config)], initial_memory(config), "hts").cycles)
+    assert together.cycles < apart
+    assert_sequentially_equivalent(config, [first, second])
