@@ -180,7 +180,7 @@ def cmd_bench(args) -> int:
     if args.json:
         print(json.dumps({"config": config.source, "plot": str(args.plot), "rows": table}))
     else:
-        print(f"| benchmark | naive | runtime | hts-nospec | hts | naive/hts | memory = sequential |")
+        print("| benchmark | naive | runtime | hts-nospec | hts | naive/hts | memory = sequential |")
         print("|---|---:|---:|---:|---:|---:|---|")
         for row in table:
             print(f"| {row['benchmark']} | {row['naive']} | {row['runtime']} | {row['hts-nospec']} | {row['hts']} "

@@ -12,6 +12,13 @@ from .output import atomic_path  # noqa: E402
 __all__ = ["plot_compare", "plot_scaling", "plot_benchmarks"]
 
 
+def _save(fig, path: str | Path):
+    fig.tight_layout()
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=120)
+    plt.close(fig)
+
+
 def plot_compare(rows: list[dict], path: str | Path, title: str):
     names = [row["scheduler"] for row in rows]
     cycles = [row["cycles"] for row in rows]
@@ -23,10 +30,7 @@ def plot_compare(rows: list[dict], path: str | Path, title: str):
     ax.set_ylabel("cycles")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_scaling(rows: list[dict], path: str | Path, title: str):
@@ -39,10 +43,7 @@ def plot_scaling(rows: list[dict], path: str | Path, title: str):
     ax.set_title(title, fontsize=10)
     ax.legend()
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save(fig, path)
 
 
 def plot_benchmarks(rows: list[dict], path: str | Path, title: str):
@@ -59,7 +60,4 @@ def plot_benchmarks(rows: list[dict], path: str | Path, title: str):
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, format="png", dpi=120)
-    plt.close(fig)
+    _save(fig, path)
