@@ -34,7 +34,7 @@ def random_config(rng: random.Random, processes: int | None = None) -> SystemCon
     procs = processes or rng.randint(1, 3)
     hts = SchedulerConfig(
         queue_depth=pick(1, 4), window=pick(1, 8), rs_entries=pick(1, 4), tracker_entries=pick(1, 12),
-        tlb_entries=pick(1, 8), tm_blocks=rng.choice([_MAX_REGION, 8, 32]), gprs=8, loop_depth=3,
+        tlb_entries=pick(1, 8), tm_blocks=rng.choice([1, 2, _MAX_REGION, 8, 32]), gprs=8, loop_depth=3,
         dispatch_width=pick(1, 3), cdb_width=pick(1, 2), processes=procs, speculation=rng.random() < 0.8,
         spec_ids=pick(1, 4), copyback_words_per_cycle=rng.choice([1, 4, 16]))
     return SystemConfig(memory=MemoryConfig(block_words=8, blocks=SLICE_BLOCKS * procs), accelerators=accelerators,
@@ -100,9 +100,12 @@ class _Writer:
         self.lines[-1] += f"{k:x}"
 
     def block(self, depth: int, budget: list[int]):
-        """A sequence of items; forward branches land on a later item or the block's end."""
+        """A sequence of items; forward branches land on a later item or the block's end.
+
+        The top level takes the whole budget; a loop body takes 1 to 7 items of it.
+        """
         pending: list[str] = []
-        for _ in range(self.rng.randint(1, 7)):
+        for _ in range(budget[0] if depth == 0 else self.rng.randint(1, 7)):
             if budget[0] <= 0:
                 break
             budget[0] -= 1

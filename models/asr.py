@@ -16,7 +16,8 @@ class Running:
     task: DecodedTask
     instance: int
     started: int
-    finishes: int
+    finishes: int          # when the scheduler learns it is done (takes its CDB ticket)
+    computing: int         # cycles the accelerator computes (utilization counts these)
 
 
 class AcceleratorStatus:

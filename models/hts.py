@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from hts.assembler import Program
 from hts.config import SystemConfig
-from hts.errors import HTSError, Location
+from hts.errors import HTSError, Location, SourceError
 from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions
@@ -116,6 +116,10 @@ class HTSModel:
         # End-of-cycle effects gathered during the cycle.
         self._released_tags: set[int] = set()
         self._released_instances: list[tuple[int, int]] = []
+        self._confirmed: list[int] = []          # speculation IDs predicted right
+        self._freed_spec_ids: list[int] = []     # IDs of squashed branches
+        self._dropped_spec_bits = 0              # TLB entries under these bits go
+        self._copied_home = None                 # TLB entry whose copy-back finished
 
     # ---- completion and the CDB ---------------------------------------------------------
 
@@ -129,7 +133,7 @@ class HTSModel:
         for run in granted:
             task = run.task
             task.data = self.functions.run(self.memory, task.accel_id, *task.reads, *task.writes, task.metadata)
-            self.busy_cycles[task.class_index] += t - run.started + 1
+            self.busy_cycles[task.class_index] += run.computing
             self.completed.append(task)
             if task.mask:
                 self.completed_speculative.append(task)
@@ -160,12 +164,12 @@ class HTSModel:
                 elif taken:
                     self._squash(t, proc, branch)
                 else:
-                    self._confirm(branch.spec_id)
+                    self._confirmed.append(branch.spec_id)
                 progress = True
         return progress
 
     def _confirm(self, spec_id: int):
-        """A speculated branch went the predicted way: its ID leaves every mask."""
+        """A speculated branch went the predicted way: its ID leaves every mask (end of cycle)."""
         clear = ~(1 << spec_id)
         for task in [*self._queued_and_running(), *self.completed_speculative]:
             task.mask &= clear
@@ -196,18 +200,18 @@ class HTSModel:
             self._released_instances.append((run.task.class_index, run.instance))
             self.trace.emit(t, "abort", pid=run.task.pid, pc=run.task.pc, tag=run.task.tag,
                             accel=self.classes[run.task.class_index].name, instance=run.instance)
-        self.tlb.entries = [entry for entry in self.tlb.entries if not entry.mask & bit]
+        self._dropped_spec_bits |= bit
         for younger in [b for b in proc.branches if b.mask & bit]:
             proc.branches.remove(younger)
             if younger.spec_id is not None:
-                self.free_spec_ids.append(younger.spec_id)
+                self._freed_spec_ids.append(younger.spec_id)
         proc.gprs.restore(branch.checkpoint.gprs)
         proc.loops.restore(branch.checkpoint.loops)
         proc.spec_mask = branch.mask
         proc.skip_depth = 0
         proc.queue.redirect(branch.target)
         proc.resume_at = t + 1
-        self.free_spec_ids.append(branch.spec_id)
+        self._freed_spec_ids.append(branch.spec_id)
         self.trace.emit(t, "squash", pid=proc.pid, pc=branch.pc, spec_id=branch.spec_id,
                         tags=sorted(task.tag for task in squashed))
 
@@ -219,8 +223,7 @@ class HTSModel:
                 return False
             entry = self.copyback.entry
             self.memory.write(entry.home[0], entry.home[1], self.memory.read(entry.tm_base, entry.home[1]))
-            self.tlb.entries.remove(entry)
-            self.copyback = None
+            self._copied_home = entry
             return True
         wanted = any(reason in TLB_STALLS for reason in self._last_stalls.values()) or any(
             proc.drained for proc in self.processes if any(e.pid == proc.pid for e in self.tlb.entries))
@@ -251,9 +254,9 @@ class HTSModel:
         for _, index, task, instance in offers[: self.config.hts.dispatch_width]:
             acc = self.classes[index]
             latency = self.timing.cycles(acc, self.processes[task.pid].program.decoded[task.pc])
-            if self.runtime:
-                latency += self.config.timing.interrupt_latency
-            run = Running(task, instance, t, t + latency)
+            # The runtime learns of completion an interrupt later; the instance waits idle.
+            notified = latency + (self.config.timing.interrupt_latency if self.runtime else 0)
+            run = Running(task, instance, t, t + notified, computing=latency)
             self.stations[index].remove(task)
             self.asr.occupy(run)
             self.in_progress.append(run)
@@ -276,7 +279,14 @@ class HTSModel:
             return "window_full"
         if room["tracker"] == 0:
             return "tracker_full"
-        in_base, in_blocks, out_base, out_blocks = task_regions(word, proc.gprs, self.config, proc.location(pc))
+        try:
+            in_base, in_blocks, out_base, out_blocks = task_regions(word, proc.gprs, self.config,
+                                                                    proc.location(pc))
+        except SourceError:
+            if proc.spec_mask:
+                # Maybe a wrong path: wait until the branches resolve; squashed, or raised then.
+                return "speculative_fault"
+            raise
         home_reads, home_writes = (in_base, in_blocks), (out_base, out_blocks)
         reads = home_reads
         if in_blocks:
@@ -293,28 +303,31 @@ class HTSModel:
         return _TaskPlan(home_reads, home_writes, reads, speculative_output)
 
     def _decode(self, t: int, room: dict, broadcast: frozenset[int], stalls: dict[int, str]) -> int | None:
-        """Decode one instruction of the first process (round robin) that can; its pid."""
+        """Decode one instruction of one process; its pid, or None.
+
+        The round-robin arbiter picks the first process (from the one after the last
+        picked) whose queue head is present and not blocked; only that one is planned, so
+        decode does one TLB and tracker look-up per cycle. The pointer moves on whether or
+        not the plan succeeds, so a stalled process cannot keep the others waiting.
+        """
         count = len(self.processes)
-        decoded = None
-        for step in range(count):
-            proc = self.processes[(self.round_robin + step) % count]
-            reason = self._why_not_decodable(t, proc, room)
-            plan = None
-            if reason is None and decoded is None:
-                head = proc.queue.head()
-                if head.word.opcode == Opcode.TASK and proc.skip_depth == 0:
-                    plan = self._plan_task(proc, head.pc, head.word, room)
-                    if isinstance(plan, str):
-                        reason = plan
-                if reason is None:
-                    self._decode_one(t, proc, broadcast, plan)
-                    decoded = proc.pid
-                    continue
-            if proc.done_at is None:
-                stalls[proc.pid] = reason or "decoder_busy"
-        if decoded is not None:
-            self.round_robin = (decoded + 1) % count
-        return decoded
+        order = [self.processes[(self.round_robin + step) % count] for step in range(count)]
+        reasons = {proc.pid: self._why_not_decodable(t, proc, room) for proc in order}
+        chosen = next((proc for proc in order if reasons[proc.pid] is None), None)
+        for proc in order:
+            if proc.done_at is None and proc is not chosen:
+                stalls[proc.pid] = reasons[proc.pid] or "decoder_busy"
+        if chosen is None:
+            return None
+        self.round_robin = (chosen.pid + 1) % count
+        head, plan = chosen.queue.head(), None
+        if head.word.opcode == Opcode.TASK and chosen.skip_depth == 0:
+            plan = self._plan_task(chosen, head.pc, head.word, room)
+            if isinstance(plan, str):
+                stalls[chosen.pid] = plan
+                return None
+        self._decode_one(t, chosen, broadcast, plan)
+        return chosen.pid
 
     def _why_not_decodable(self, t: int, proc: ProcessContext, room: dict) -> str | None:
         if proc.done_at is not None:
@@ -411,6 +424,16 @@ class HTSModel:
                         if not branch.waits_for:
                             branch.resolves_at = t + self.config.timing.memory_latency
         self._released_tags, self._released_instances = set(), []
+        for spec_id in self._confirmed:
+            self._confirm(spec_id)
+        self.free_spec_ids.extend(self._freed_spec_ids)
+        self._confirmed, self._freed_spec_ids = [], []
+        if self._dropped_spec_bits:
+            self.tlb.entries = [e for e in self.tlb.entries if not e.mask & self._dropped_spec_bits]
+            self._dropped_spec_bits = 0
+        if self._copied_home is not None:
+            self.tlb.entries.remove(self._copied_home)
+            self.copyback = self._copied_home = None
         if not self.tlb.entries and not self._tm_in_use():
             self.tlb.tm_next = 0
 

@@ -63,9 +63,6 @@ class TaskLookupBuffer:
     def has_room(self, blocks: int) -> bool:
         return len(self.entries) < self.capacity and self.tm_next + blocks <= self.tm_blocks
 
-    def fits_ever(self, blocks: int) -> bool:
-        return blocks <= self.tm_blocks
-
     def allocate(self, seq: int, pid: int, home: Region, mask: int, producer: int) -> int:
         tm_base = self.home_blocks + self.tm_next
         self.tm_next += home[1]

@@ -6,7 +6,10 @@ every committed task read and wrote (a wrong value can be overwritten before the
 
 import collections
 import dataclasses
+import io
+import os
 import random
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -14,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
+from hts.errors import SourceError
 from hts.progen import random_config, random_programs
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel
@@ -117,6 +121,78 @@ def test_tlb_full_stalls_and_copies_back(tiny_config):
     assert_sequentially_equivalent(config, [program])
 
 
+TLB_REUSE = """\
+        mov   0 0 r1 0 0 0 0
+        vector_max  10 1 41 1 0 0 0 0
+        if    41 r1 one 0 0 0 c 0        ; first speculation: right (not taken)
+        real_fir    10 1 50 1 1 0 0 0    ; takes the only TLB entry
+one:    fft_256     18 8 60 8 2 0 0 0    ; a long producer for the second branch
+        if    60 r1 two 0 0 0 c 0        ; second speculation, resolved after the FFT
+        real_fir    11 1 51 1 3 0 0 0    ; needs the TLB entry: copy-back of 0x50 first
+two:    vector_add  24 2 46 1 4 0 0 0
+"""
+
+
+def test_tlb_stall_starts_a_copy_back_before_the_program_ends(default_config):
+    config = dataclasses.replace(default_config, hts=dataclasses.replace(default_config.hts, tlb_entries=1))
+    program = assemble(TLB_REUSE, config)
+    result = HTSModel(config, [program], initial_memory(config)).run()
+    assert result.stalls.get("tlb_full", 0) > 0
+    copyback = result.trace.of("copyback")[0]
+    assert copyback.fields["home"] == [0x50, 1]
+    second_branch = next(e for e in result.trace.of("branch") if e.fields["pc"] == 5)
+    assert copyback.cycle < second_branch.cycle          # while still speculating, not at the end
+    speculative = next(e for e in result.trace.of("decode") if e.fields["pc"] == 6)
+    assert speculative.cycle > copyback.cycle and speculative.fields["mask"]
+    assert_sequentially_equivalent(config, [program])
+
+
+OLDER_READER = """\
+        mov   0 0 r1 0 0 0 0
+        fft_256     50 8 60 8 0 0 0 0    ; a long, older reader of blocks 0x50-0x57
+        vector_max  10 1 41 1 1 0 0 0
+        if    41 r1 skip 0 0 0 c 0       ; speculated, right
+        real_fir    11 1 50 1 2 0 0 0    ; writes 0x50 into TM: renamed, no WAR stall
+skip:
+"""
+
+
+def test_copy_back_waits_for_older_readers_of_the_home_region(default_config):
+    program = assemble(OLDER_READER, default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    fft_done = next(e.cycle for e in result.trace.of("complete") if e.fields["pc"] == 1)
+    fir = next(e for e in result.trace.of("dispatch") if e.fields["pc"] == 4)
+    assert fir.cycle < fft_done                           # renaming let it run early
+    [copyback] = result.trace.of("copyback")
+    assert copyback.cycle > fft_done                      # but home is written after the FFT read it
+    assert_sequentially_equivalent(default_config, [program])
+
+
+WRONG_PATH_FAULT = """\
+        mov   ffff 0 r1 0 0 0 0          ; not a block: only the wrong path uses it
+        mov   0 0 r2 0 0 0 0
+        mov   40 0 r3 0 0 0 0
+        if    300 r2 skip 0 0 0 d 0      ; speculated not taken, but taken
+        real_fir r1 1 r3 1 0 0 1 0       ; would read past the end of memory
+skip:   real_fir 10 1 20 1 1 0 0 0
+"""
+
+
+def test_a_fault_on_a_mispredicted_path_is_squashed_not_raised(default_config):
+    program = assemble(WRONG_PATH_FAULT, default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    assert result.stalls.get("speculative_fault", 0) > 0
+    assert result.trace.of("squash")
+    assert_sequentially_equivalent(default_config, [program])
+
+
+def test_a_fault_on_the_real_path_names_its_line(default_config):
+    program = assemble(WRONG_PATH_FAULT.replace("d 0      ; speculated", "c 0      ; speculated"), default_config)
+    for scheduler in ("hts", "hts-nospec", "sequential"):
+        with pytest.raises(SourceError, match=r":5: input region from r1 = 0xffff"):
+            simulate(default_config, [program], initial_memory(default_config), scheduler)
+
+
 def dispatch_and_complete(result, pc):
     dispatch = next(e.cycle for e in result.trace.of("dispatch") if e.fields["pc"] == pc)
     complete = next(e.cycle for e in result.trace.of("complete") if e.fields["pc"] == pc)
@@ -173,11 +249,24 @@ def test_long_latencies_are_fast_forwarded(default_config):
     assert result.cycles > 10_000 and result.simulated_cycles < 200
 
 
-def test_trace_is_deterministic(default_config):
-    programs = programs_for("audio_compression", default_config)
-    traces = [[e.as_dict() for e in HTSModel(default_config, programs, initial_memory(default_config)).run()
-               .trace.events] for _ in range(2)]
-    assert traces[0] == traces[1]
+GOLDEN = Path(__file__).parent / "data" / "golden"
+
+
+@pytest.mark.parametrize("name", ["branch_taken_no_dependency", "audio_compression"])
+def test_trace_matches_the_golden_trace(default_config, name):
+    """The trace is the RTL's contract: a change of timing must be deliberate.
+
+    After a deliberate change, regenerate with HTS_UPDATE_GOLDEN=1 pytest -k golden and
+    review the diff of tests/data/golden/ (and docs/microarchitecture.md) in the commit.
+    """
+    result = HTSModel(default_config, programs_for(name, default_config), initial_memory(default_config)).run()
+    out = io.StringIO()
+    result.trace.write_jsonl(out)
+    path = GOLDEN / f"{name}.default.jsonl"
+    if os.environ.get("HTS_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(out.getvalue())
+    assert out.getvalue() == path.read_text()
 
 
 def test_paper_orderings_hold(default_config):
