@@ -1,13 +1,12 @@
-"""Decode: one instruction per cycle, from the task queue of one process at a time.
+"""Decode state: what the front end keeps for each process.
 
-Processes take turns (round robin from the one after the last decoded) among those whose
-head can be decoded this cycle. Control instructions execute here, in program order,
-on the process's GPRs and loop stack: ``mov``/``add``/``mul`` in one cycle, ``jump`` and
-a loop back by redirecting fetch, ``lbeg`` with zero iterations by discarding
-instructions up to the matching ``lend`` one per cycle, and ``if`` by handing it to the
-branch unit (the process decodes nothing more until it resolves). A task reads its GPRs
-(K bit 0), is checked against the memory tracker, takes a tracker entry and enters the
-dispatch window; it needs room in both as of the start of the cycle.
+The decode stage itself (``HTSModel._decode`` in ``models/hts.py``, where it meets the
+tracker, TLB and window) decodes one instruction per cycle for one process, picked round
+robin. Control instructions execute there, in program order, on the state below:
+``mov``/``add``/``mul`` in one cycle, ``jump`` and a loop back by redirecting fetch,
+``lbeg`` with zero iterations by discarding the body one instruction per cycle, and
+``if`` by handing it to the branch unit. An unspeculated branch stops its process until
+it resolves; a speculated one leaves a checkpoint and the process goes on.
 """
 
 from dataclasses import dataclass, field

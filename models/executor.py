@@ -96,7 +96,9 @@ def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory
                 if not begin_loop(word, pc, gprs, loops):
                     next_pc = _after_matching_lend(program, pc)
             elif op == Opcode.LEND:
-                next_pc = end_loop(word, gprs, loops) or next_pc
+                back = end_loop(word, gprs, loops)
+                if back is not None:
+                    next_pc = back
             pc = next_pc
         result.instructions += steps
         result.registers.append(gprs.snapshot())

@@ -41,7 +41,7 @@ __all__ = ["SCHEDULERS", "RunResult", "HTSModel", "DEFAULT_CYCLE_LIMIT", "runtim
 SCHEDULERS = ("hts", "hts-nospec", "runtime")
 DEFAULT_CYCLE_LIMIT = 10**9
 
-# Why a process decoded nothing in a cycle (the stall breakdown).
+# Stall reasons that ask the copy-back engine to make room in the TLB or TM.
 TLB_STALLS = ("tlb_full", "tlb_conflict")
 
 
@@ -368,14 +368,14 @@ class HTSModel:
     def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int],
                      plan: _TaskPlan):
         writes = plan.home_writes
-        tag = self.tracker.entries.index(None)
+        tag = self.tracker.free_tag()
         if plan.speculative_output:
             writes = (self.tlb.allocate(self.seq, proc.pid, plan.home_writes, proc.spec_mask, tag),
                       plan.home_writes[1])
         waits = self.tracker.dependences(plan.reads, writes, ignoring=broadcast)
         if self.runtime:
             self.decoder_free_at = t + runtime_accesses(self.tracker.occupancy()) * self.config.timing.l2_latency
-        self.tracker.allocate(TrackerEntry(proc.pid, plan.reads, writes))
+        self.tracker.allocate(tag, TrackerEntry(proc.pid, plan.reads, writes))
         class_index = self.class_of_id[word.accel_id]
         task = DecodedTask(self.seq, tag, proc.pid, pc, word.task_id, word.accel_id, class_index, plan.reads,
                            writes, word.metadata, set(waits), proc.spec_mask)

@@ -44,11 +44,12 @@ class MemoryTracker:
         return frozenset(tag for tag, entry in enumerate(self.entries)
                          if entry is not None and tag not in ignoring and overlaps((block, 1), entry.writes))
 
-    def allocate(self, entry: TrackerEntry) -> int:
+    def free_tag(self) -> int:
         """Lowest free tag; the caller has checked that one is free."""
-        tag = self.entries.index(None)
+        return self.entries.index(None)
+
+    def allocate(self, tag: int, entry: TrackerEntry):
         self.entries[tag] = entry
-        return tag
 
     def free(self, tag: int):
         self.entries[tag] = None
