@@ -91,7 +91,8 @@ class SchedulerConfig:
     processes: int = param(1, lo=1, hi=16, doc="processes running programs at once (PID is 4 bits)")
     speculation: bool = param(True, doc="speculate branches marked speculative (K bit 2)")
     spec_ids: int = param(4, lo=1, hi=32, doc="speculated branches unresolved at once (speculation IDs)")
-    copyback_words_per_cycle: int = param(4, lo=1, hi=64, doc="words the copy-back engine moves per cycle")
+    copyback_words_per_cycle: int = param(
+        4, lo=1, hi=64, doc="words a memory port moves per cycle: copy-back, and an accelerator's write-back")
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,7 @@ class HTSModel:
         self._freed_spec_ids: list[int] = []     # IDs of squashed branches
         self._dropped_spec_bits = 0              # TLB entries under these bits go
         self._copied_home = None                 # TLB entry whose copy-back finished
+        self._retargeted = None                  # TLB entry whose producer now writes home
 
     # ---- completion and the CDB ---------------------------------------------------------
 
@@ -217,10 +218,54 @@ class HTSModel:
 
     # ---- copy-back engine -----------------------------------------------------------------
 
+    def _transfer_cycles(self, blocks: int) -> int:
+        """Cycles to move ``blocks`` over a memory port (copy-back, an accelerator's write-back)."""
+        words = blocks * self.config.memory.block_words
+        return max(1, -(-words // self.config.hts.copyback_words_per_cycle))
+
+    def _busy_regions(self) -> list[tuple[int, Region]]:
+        return [(tag, region) for tag, entry in enumerate(self.tracker.entries) if entry is not None
+                for region in (entry.reads, entry.writes)]
+
+    def _retarget(self, t: int) -> bool:
+        """Send a resolved entry's output home before its producer writes it: a free copy-back.
+
+        A producer can be retargeted until its accelerator starts writing back, which it
+        does over the last ``_transfer_cycles(output)`` cycles of its latency.
+        """
+        waiting = [*self.window.tasks, *(task for station in self.stations for task in station.tasks)]
+        not_writing = {task.tag for task in waiting} | {
+            run.task.tag for run in self.in_progress if run.finishes - t > self._transfer_cycles(run.task.writes[1])}
+        entry = self.tlb.retargetable(self._busy_regions(), not_writing)
+        if entry is None:
+            return False
+        self._retargeted = entry
+        self.trace.emit(t, "retarget", pid=entry.pid, tag=entry.producer, home=list(entry.home), tm=entry.tm_base)
+        return True
+
+    def _apply_retarget(self, entry):
+        """The producer writes home; readers remapped to its TM copy read home (end of cycle)."""
+        tm = (entry.tm_base, entry.home[1])
+
+        def redirect(region: Region) -> Region:
+            return entry.home if region == tm else region
+
+        for task in self._queued_and_running():
+            task.reads, task.writes = redirect(task.reads), redirect(task.writes)
+        for tag, tracked in enumerate(self.tracker.entries):
+            if tracked is not None:
+                self.tracker.entries[tag] = TrackerEntry(tracked.pid, redirect(tracked.reads), redirect(tracked.writes))
+        for proc in self.processes:
+            for branch in proc.branches:
+                if tm[0] <= branch.block < tm[0] + tm[1]:
+                    branch.block += entry.home[0] - tm[0]
+        self.tlb.entries.remove(entry)
+
     def _copy_back(self, t: int) -> bool:
+        retargeted = bool(self.tlb.entries) and self._retarget(t)
         if self.copyback is not None:
             if self.copyback.finishes != t:
-                return False
+                return retargeted
             entry = self.copyback.entry
             self.memory.write(entry.home[0], entry.home[1], self.memory.read(entry.tm_base, entry.home[1]))
             self._copied_home = entry
@@ -228,14 +273,11 @@ class HTSModel:
         wanted = any(reason in TLB_STALLS for reason in self._last_stalls.values()) or any(
             proc.drained for proc in self.processes if any(e.pid == proc.pid for e in self.tlb.entries))
         if not wanted:
-            return False
-        busy = [region for entry in self.tracker.entries if entry is not None
-                for region in (entry.reads, entry.writes)]
-        entry = self.tlb.copyable(busy)
+            return retargeted
+        entry = self.tlb.copyable([region for _, region in self._busy_regions()])
         if entry is None:
-            return False
-        words = entry.home[1] * self.config.memory.block_words
-        cycles = max(1, -(-words // self.config.hts.copyback_words_per_cycle))
+            return retargeted
+        cycles = self._transfer_cycles(entry.home[1])
         self.copyback = CopyBack(entry, t, t + cycles)
         self.trace.emit(t, "copyback", pid=entry.pid, home=list(entry.home), tm=entry.tm_base, cycles=cycles)
         return True
@@ -431,6 +473,9 @@ class HTSModel:
         if self._dropped_spec_bits:
             self.tlb.entries = [e for e in self.tlb.entries if not e.mask & self._dropped_spec_bits]
             self._dropped_spec_bits = 0
+        if self._retargeted is not None:
+            self._apply_retarget(self._retargeted)
+            self._retargeted = None
         if self._copied_home is not None:
             self.tlb.entries.remove(self._copied_home)
             self.copyback = self._copied_home = None

@@ -11,7 +11,9 @@ youngest entry that covers it, or in home memory if none does.
 A mispredicted branch drops the entries under its speculation ID: nothing needs erasing,
 as the TM space is simply never read again. A resolved entry stays until the copy-back
 engine writes it home: when speculative work waits for TLB or TM room, when a task
-conflicts with it, or when its process reaches the end of its program. TM space is
+conflicts with it, or when its process reaches the end of its program. An entry resolved
+before its producer starts writing its output needs no copy at all: the engine retargets
+the producer (and the readers remapped to it) to the home region instead. TM space is
 allocated upwards from the bottom and reclaimed only when the TLB is empty and nothing in
 flight still reads TM (a bump allocator: no fragmentation, trivial in hardware).
 """
@@ -68,6 +70,23 @@ class TaskLookupBuffer:
         self.tm_next += home[1]
         self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer))
         return tm_base
+
+    def retargetable(self, busy: list[tuple[int, Region]], retargetable_tags: set[int]) -> TLBEntry | None:
+        """Oldest resolved entry whose producer can still be told to write home instead.
+
+        The producer must not have started writing (``retargetable_tags``), no older entry
+        may overlap it, and no other in-flight task may read or write its home blocks:
+        ``busy`` holds (tag, region) of every in-flight access, the producer's own included.
+        """
+        for index, entry in enumerate(self.entries):
+            if entry.mask or entry.producer_done or entry.producer not in retargetable_tags:
+                continue
+            if any(overlaps(older.home, entry.home) for older in self.entries[:index]):
+                continue
+            if any(tag != entry.producer and overlaps(region, entry.home) for tag, region in busy):
+                continue
+            return entry
+        return None
 
     def copyable(self, busy_home: list[Region]) -> TLBEntry | None:
         """Oldest entry that may be written home now.

@@ -94,10 +94,10 @@ def test_misprediction_leaves_no_trace_in_home_memory(default_config):
 
 TLB_PRESSURE = """\
         mov   0 0 r1 0 0 0 0
-        vector_max  10 1 41 1 0 0 0 0    ; the branch waits for this (BR)
+        fft_256     18 8 41 8 0 0 0 0    ; the branch waits for this long task (BR)
         if    41 r1 skip 0 0 0 c 0       ; BR, speculated, EQ: not taken, as predicted
-        real_fir    10 1 50 1 1 0 0 0    ; speculative: takes the only TLB entry
-        real_fir    11 1 51 1 2 0 0 0    ; speculative: waits for TLB room (tlb_full)
+        vector_max  10 1 50 1 1 0 0 0    ; speculative, short: takes the only TLB entry
+        vector_max  11 1 51 1 2 0 0 0    ; speculative: waits for TLB room (tlb_full)
         real_fir    50 1 53 1 4 0 0 0    ; reads 0x50: remapped to its TM copy
 skip:
 """
@@ -123,9 +123,9 @@ def test_tlb_full_stalls_and_copies_back(tiny_config):
 
 TLB_REUSE = """\
         mov   0 0 r1 0 0 0 0
-        vector_max  10 1 41 1 0 0 0 0
+        iir         10 1 41 1 0 0 0 0
         if    41 r1 one 0 0 0 c 0        ; first speculation: right (not taken)
-        real_fir    10 1 50 1 1 0 0 0    ; takes the only TLB entry
+        vector_max  10 1 50 1 1 0 0 0    ; takes the only TLB entry; done before the branch
 one:    fft_256     18 8 60 8 2 0 0 0    ; a long producer for the second branch
         if    60 r1 two 0 0 0 c 0        ; second speculation, resolved after the FFT
         real_fir    11 1 51 1 3 0 0 0    ; needs the TLB entry: copy-back of 0x50 first
@@ -165,6 +165,35 @@ def test_copy_back_waits_for_older_readers_of_the_home_region(default_config):
     assert fir.cycle < fft_done                           # renaming let it run early
     [copyback] = result.trace.of("copyback")
     assert copyback.cycle > fft_done                      # but home is written after the FFT read it
+    assert not result.trace.of("retarget")                # writing home early would break WAR
+    assert_sequentially_equivalent(default_config, [program])
+
+
+RETARGET = """\
+        mov   0 0 r1 0 0 0 0
+        vector_max  10 1 41 1 0 0 0 0    ; the branch waits for this short task (BR)
+        if    41 r1 skip 0 0 0 c 0       ; speculated, right
+        fft_256     18 8 60 8 1 0 0 0    ; speculative, still computing when the branch resolves
+        correlation 60 8 50 1 2 0 0 0    ; reads the FFT's TM copy until the retarget
+        if    60 r1 skip 0 0 0 8 0       ; BR on a block of that copy, not speculated
+        vector_add  24 2 46 1 3 0 0 0
+skip:
+"""
+
+
+def test_resolved_producer_is_retargeted_home_instead_of_copied_back(default_config):
+    program = assemble(RETARGET, default_config)
+    result = HTSModel(default_config, [program], initial_memory(default_config)).run()
+    home = default_config.memory.blocks
+    branch = next(e for e in result.trace.of("branch") if e.fields["pc"] == 2)
+    retargets = {tuple(e.fields["home"]): e.cycle for e in result.trace.of("retarget")}
+    assert retargets == {(0x60, 8): branch.cycle + 1, (0x50, 1): branch.cycle + 2}   # one per cycle
+    decodes = {e.fields["pc"]: e.fields for e in result.trace.of("decode")}
+    dispatches = {e.fields["pc"]: e.fields for e in result.trace.of("dispatch")}
+    assert decodes[3]["writes"][0] >= home and dispatches[3]["writes"][0] >= home   # sent to TM...
+    assert decodes[4]["reads"] == [decodes[3]["writes"][0], 8]                       # ...and read there
+    assert dispatches[4]["reads"] == [0x60, 8]            # the reader follows the producer home
+    assert not result.trace.of("copyback")                # nothing left to copy
     assert_sequentially_equivalent(default_config, [program])
 
 
