@@ -89,6 +89,10 @@ def _check_targets(program: list[Resolved], contexts: list[int | None], errors: 
 
 def check(program: list[Resolved], config: SystemConfig):
     errors: list[SourceError] = []
+    if len(program) > config.hts.program_words:
+        errors.append(SourceError(f"the program has {len(program)} instructions, more than program memory holds "
+                                  f"(hts.program_words = {config.hts.program_words})",
+                                  program[config.hts.program_words].statement.location))
     for item in program:
         _check_fields(item, config, errors)
     contexts = _loop_contexts(program, config, errors)

@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError, Location, display_path
-from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
+from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig",
@@ -78,6 +78,7 @@ class AcceleratorClass:
 
 @dataclass(frozen=True)
 class SchedulerConfig:
+    program_words: int = param(1024, lo=1, hi=1 << 16, doc="program memory of one process, in instructions")
     queue_depth: int = param(16, lo=1, hi=1024, doc="task queue entries per process")
     window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
     rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
@@ -112,6 +113,9 @@ class Widths:
     accel_class: int
     instance: int
     phys_block: int
+    tag: int            # memory-tracker entry index
+    pc: int             # program-memory address of one process
+    region_blocks: int  # size field of a region (B and D of Table I)
 
 
 @dataclass(frozen=True)
@@ -145,6 +149,9 @@ class SystemConfig:
             instance=bits_for(max(acc.count for acc in self.accelerators)),
             # Home memory first, transactional memory right above it.
             phys_block=bits_for(self.memory.blocks + self.hts.tm_blocks),
+            tag=bits_for(self.hts.tracker_entries),
+            pc=bits_for(self.hts.program_words),
+            region_blocks=next(width for name, _, width in FIELDS if name == "b"),
         )
 
 

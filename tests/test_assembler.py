@@ -78,6 +78,7 @@ ERRORS = [
     ("".join(f"lbeg 2 r{i} 0 0 0 0 0 0\n" for i in range(5)) + "".join(
         f"lend 0 r{i} 0 0 0 0 0 0\n" for i in reversed(range(5))), 5, 1, "hts.loop_depth = 4"),
     ("add r1 r2 r16 0 0 0 0 0\n", 1, 11, "register r16 does not exist (hts.gprs = 16)"),
+    ("mov 1 0 r1 0 0 0 0\n" * 1025, 1025, 1, "more than program memory holds (hts.program_words = 1024)"),
     ("add 1 2 10 0 0 0 0 0\n", 1, 9, "register r16 does not exist"),
     ("real_fir fff 2 0 1 0 0 0 0\n", 1, 10, "input region [0xfff, 0x1001) lies past the end of memory"),
     ("real_fir 0 1 ffe 3 0 0 0 0\n", 1, 14, "output region [0xffe, 0x1001)"),

@@ -59,6 +59,8 @@ def test_widths_are_derived_from_sizes(default_config, tiny_config):
     assert default_config.widths.gpr_index == 4
     assert default_config.widths.phys_block == 13       # 4096 home + 256 TM blocks
     assert tiny_config.widths.instance == 1
+    assert default_config.widths.tag == 4 and default_config.widths.pc == 10
+    assert default_config.widths.region_blocks == 8
 
 
 BAD_CONFIGS = [

@@ -1,0 +1,63 @@
+"""Data layouts shared by the RTL blocks, sized from one :class:`SystemConfig`.
+
+Every width comes from ``config.widths`` (hts/config.py); the instruction itself is
+``hts.isa.Instruction``. The functions here build layouts and the few pieces of
+combinational logic that several blocks repeat (range overlap).
+"""
+
+from amaranth.hdl import Value
+from amaranth.lib import data
+
+from hts.config import SystemConfig
+from hts.isa import FIELDS
+
+__all__ = ["region_layout", "tracker_entry_layout", "task_layout", "overlaps"]
+
+
+def region_layout(config: SystemConfig) -> data.StructLayout:
+    """A memory region: physical first block (TM blocks sit above home) and a block count."""
+    widths = config.widths
+    return data.StructLayout({"base": widths.phys_block, "blocks": widths.region_blocks})
+
+
+def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:
+    """What the memory tracker keeps per in-flight task (its index is the task's tag)."""
+    region = region_layout(config)
+    return data.StructLayout({"pid": config.widths.pid, "reads": region, "writes": region})
+
+
+def task_layout(config: SystemConfig) -> data.StructLayout:
+    """A decoded task as it travels window -> reservation station -> accelerator shell.
+
+    ``reads`` and ``writes`` are physical (TM when remapped); ``mask`` holds the
+    speculation IDs of the unresolved branches it was decoded under; ``waits`` holds the
+    tags not yet broadcast that it depends on.
+    """
+    widths, region = config.widths, region_layout(config)
+    return data.StructLayout({
+        "tag": widths.tag,
+        "pid": widths.pid,
+        "pc": widths.pc,
+        "task_id": _field_width("task_id"),
+        "accel_class": widths.accel_class,
+        "reads": region,
+        "writes": region,
+        "metadata": _field_width("metadata"),
+        "mask": config.hts.spec_ids,
+        "waits": config.hts.tracker_entries,
+    })
+
+
+def _field_width(name: str) -> int:
+    return next(width for field, _, width in FIELDS if field == name)
+
+
+def overlaps(a, b) -> Value:
+    """Whether two regions share a block: two range comparators and two non-empty checks.
+
+    The ends are computed one bit wider than the bases so that a region reaching the top
+    of the physical space does not wrap.
+    """
+    a_end = a.base + a.blocks
+    b_end = b.base + b.blocks
+    return (a.blocks != 0) & (b.blocks != 0) & (a.base < b_end) & (b.base < a_end)

@@ -1,0 +1,102 @@
+"""Memory tracker: a CAM of the regions every in-flight task reads and writes.
+
+RTL of ``hts.models.memory_tracker``; see docs/microarchitecture.md for its timing. One
+entry per task from decode until its completion is broadcast; the entry index is the
+task's tag. It also keeps the age matrix of the tasks in flight, which every block that
+must pick "the oldest" reads (a tag's age never changes while it is valid, so the matrix
+is written only when a tag is allocated).
+"""
+
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .layouts import overlaps, region_layout, tracker_entry_layout
+
+__all__ = ["MemoryTracker"]
+
+
+class MemoryTracker(wiring.Component):
+    """Range CAM over ``hts.tracker_entries`` entries, with lowest-free-tag allocation.
+
+    Look-up ports (combinational, on the state registered at the start of the cycle):
+
+    - ``query_reads``, ``query_writes`` (in, from decode): the physical regions of the
+      task decode is planning;
+    - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a task decoded now
+      need not wait for;
+    - ``depends`` (out, to decode): tags the planned task must wait for (RAW, WAR, WAW);
+    - ``branch_block`` (in, from decode): the physical block a memory branch reads;
+    - ``writers`` (out, to decode): tags that write ``branch_block``, ``ignoring`` aside;
+    - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
+
+    Updates (registered, land at the clock edge):
+
+    - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``;
+    - ``release`` (in, from the CDB and the squash logic): tags to free.
+
+    State read by other blocks:
+
+    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions and pid;
+    - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
+      task ``j`` (both valid).
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._count = count = config.hts.tracker_entries
+        region = region_layout(config)
+        entry = tracker_entry_layout(config)
+        super().__init__({
+            "query_reads": In(region),
+            "query_writes": In(region),
+            "ignoring": In(count),
+            "depends": Out(count),
+            "branch_block": In(config.widths.phys_block),
+            "writers": Out(count),
+            "free_tag": Out(config.widths.tag),
+            "has_free": Out(1),
+            "alloc": In(1),
+            "alloc_entry": In(entry),
+            "release": In(count),
+            "valid": Out(count),
+            "entries": Out(data.ArrayLayout(entry, count)),
+            "older": Out(data.ArrayLayout(count, count)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        count = self._count
+        branch_region = Signal.like(self.query_reads)
+        m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1)]
+
+        depends, writers = [], []
+        for tag in range(count):
+            entry = self.entries[tag]
+            live = self.valid[tag] & ~self.ignoring[tag]
+            depends.append(live & (overlaps(self.query_reads, entry.writes)
+                                   | overlaps(self.query_writes, entry.reads)
+                                   | overlaps(self.query_writes, entry.writes)))
+            writers.append(live & overlaps(branch_region, entry.writes))
+        m.d.comb += [self.depends.eq(Cat(*depends)), self.writers.eq(Cat(*writers))]
+
+        # Lowest free tag: the last assignment in a descending scan wins.
+        m.d.comb += self.has_free.eq(~self.valid.all())
+        for tag in reversed(range(count)):
+            with m.If(~self.valid[tag]):
+                m.d.comb += self.free_tag.eq(tag)
+
+        allocated = Signal(count)
+        remaining = self.valid & ~self.release
+        with m.If(self.alloc):
+            m.d.comb += allocated.eq(1 << self.free_tag)
+            m.d.sync += self.entries[self.free_tag].eq(self.alloc_entry)
+            for tag in range(count):
+                # The new task is younger than every task staying, and older than none.
+                with m.If(self.free_tag == tag):
+                    m.d.sync += self.older[tag].eq(remaining)
+                with m.Else():
+                    m.d.sync += self.older[tag].eq(self.older[tag] & ~allocated)
+        m.d.sync += self.valid.eq(remaining | allocated)
+        return m
