@@ -1,0 +1,87 @@
+"""General-purpose register bank of one process, with speculation checkpoints.
+
+RTL of ``hts.models.gpr``. Decode reads and writes the bank in the cycle it executes a
+control instruction; a speculated memory branch checkpoints the whole bank into the slot
+of its speculation ID, and its misprediction restores it (models/hts.py,
+``_decode_branch`` and ``_squash``).
+"""
+
+from amaranth.hdl import Assert, Module, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig, bits_for
+from hts.isa import REGISTER_BITS
+
+__all__ = ["GPRBank", "READ_PORTS"]
+
+# Decode wires one port to each register field an instruction may name (A, B, C), or to
+# the loop top's counter for ``lend``, so it never muxes indices between instructions.
+READ_PORTS = 3
+
+
+class GPRBank(wiring.Component):
+    """``hts.gprs`` registers of ``REGISTER_BITS`` bits and ``hts.spec_ids`` snapshots.
+
+    Read ports (combinational, on the values registered at the start of the cycle):
+
+    - ``read_index`` (in, from decode): ``READ_PORTS`` register indices;
+    - ``read_value`` (out, to decode): the registers they name.
+
+    Updates (land at the clock edge):
+
+    - ``write_en``, ``write_index``, ``write_value`` (in, from decode): ``mov``, ``add``,
+      ``mul``, ``lbeg`` (counter := 0) and ``lend`` (counter + 1);
+    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode of a speculated ``if``):
+      copy the bank into a slot. The ``if`` writes no register and decode executes one
+      instruction per cycle, so the copy is both the bank at the start of the cycle and
+      the bank after it: a write in the same cycle is an error (asserted);
+    - ``restore_en``, ``restore_slot`` (in, from the branch unit on a misprediction):
+      the bank takes the slot's values. The process does not decode in the cycle of its
+      squash (it resumes at t + 1), so a write or checkpoint then is an error (asserted).
+
+    State read by other blocks:
+
+    - ``values`` (out): every register (the CPU reads them back at the end of a run).
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._slots = config.hts.spec_ids
+        bank = data.ArrayLayout(REGISTER_BITS, config.hts.gprs)
+        index = config.widths.gpr_index
+        slot = bits_for(config.hts.spec_ids)
+        super().__init__({
+            "read_index": In(data.ArrayLayout(index, READ_PORTS)),
+            "read_value": Out(data.ArrayLayout(REGISTER_BITS, READ_PORTS)),
+            "write_en": In(1),
+            "write_index": In(index),
+            "write_value": In(REGISTER_BITS),
+            "checkpoint_en": In(1),
+            "checkpoint_slot": In(slot),
+            "restore_en": In(1),
+            "restore_slot": In(slot),
+            "values": Out(bank),
+        })
+        self._bank = bank
+
+    def elaborate(self, platform):
+        m = Module()
+        for port in range(READ_PORTS):
+            m.d.comb += self.read_value[port].eq(self.values[self.read_index[port]])
+
+        # Checked at the edge, where the operations land.
+        m.d.sync += [
+            Assert(~(self.checkpoint_en & self.write_en), "GPR checkpoint and write in one cycle"),
+            Assert(~(self.restore_en & (self.write_en | self.checkpoint_en)),
+                   "GPR restore together with a write or checkpoint"),
+        ]
+        snapshots = Signal(data.ArrayLayout(self._bank, self._slots))
+        with m.If(self.checkpoint_en):
+            m.d.sync += snapshots[self.checkpoint_slot].eq(self.values)
+        # Never together with a write (asserted above); were it, the squashed path's write
+        # would be the one to drop.
+        with m.If(self.restore_en):
+            m.d.sync += self.values.eq(snapshots[self.restore_slot])
+        with m.Elif(self.write_en):
+            m.d.sync += self.values[self.write_index].eq(self.write_value)
+        return m

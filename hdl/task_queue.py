@@ -1,0 +1,150 @@
+"""Task queue and fetch of one process: program memory, fetch PC and a FIFO of instructions.
+
+RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 8) for
+its timing. The program memory is a block RAM with a synchronous read port. Its address
+is driven with the fetch PC the *next* cycle will have, so the word at the fetch PC is
+already at the port's output in the cycle it is fetched: fetch costs no extra cycle over
+the model.
+"""
+
+from amaranth.hdl import Assert, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig, bits_for
+from hts.isa import Instruction
+
+__all__ = ["TaskQueue", "fetch_pc_width", "queue_entry_layout"]
+
+
+def fetch_pc_width(config: SystemConfig) -> int:
+    """Bits of the fetch PC and the program length, which both reach ``program_words``.
+
+    ``config.widths.pc`` addresses a word; one more value is needed for "past the last
+    word", where a finished program's fetch PC rests.
+    """
+    return bits_for(config.hts.program_words + 1)
+
+
+def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
+    """One fetched instruction and where it came from."""
+    return data.StructLayout({"pc": config.widths.pc, "word": Instruction})
+
+
+def _next_index(index, count: int):
+    """``index + 1`` around a ring of ``count`` slots (any count, not only powers of two)."""
+    return Mux(index == count - 1, 0, index + 1)
+
+
+class TaskQueue(wiring.Component):
+    """Program memory of ``hts.program_words`` words and a queue of ``hts.queue_depth``.
+
+    CPU side (the process is idle: nothing is decoded from it meanwhile):
+
+    - ``load_en``, ``load_addr``, ``load_data`` (in): write one program word per cycle;
+      the read port is transparent to this write port, so a load needs no settling time;
+    - ``program_len`` (in, held by the CPU): number of valid words; fetch stops there;
+    - ``start`` (in): fetch PC := 0 and the queue empties at the edge, like a redirect to
+      0 (no fetch in that cycle); the model's cycle 0 is the cycle after ``start``.
+
+    Decode side (combinational, on the state registered at the start of the cycle):
+
+    - ``head_valid``, ``head_pc``, ``head_word`` (out): the oldest queued instruction;
+    - ``occupancy`` (out): entries queued (the model's ``room["queue"]``);
+    - ``exhausted`` (out): queue empty and fetch PC >= ``program_len``.
+
+    Updates (land at the clock edge):
+
+    - ``pop`` (in, from decode): drop the head; only while ``head_valid`` (asserted);
+    - ``redirect``, ``redirect_pc`` (in, from decode on a jump or loop back, or from the
+      branch unit on a taken branch): empty the queue, including what this cycle would
+      have fetched (none is), and move the fetch PC; fetch resumes next cycle. ``pop``
+      and ``redirect`` may come together (decode pops the jump it executes). A target
+      past the end of the program needs only be >= ``program_len``: the driver
+      saturates targets that do not fit ``redirect_pc``.
+
+    Fetch, for the top level and the trace:
+
+    - ``fetched`` (out): this cycle appends the word at ``fetch_pc`` (the queue had room
+      at the start of the cycle, ``fetch_pc`` < ``program_len``, and no redirect);
+    - ``fetch_pc`` (out): the fetch PC register.
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._depth = config.hts.queue_depth
+        self._program_words = config.hts.program_words
+        widths = config.widths
+        pc_end = fetch_pc_width(config)
+        self._entry = queue_entry_layout(config)
+        super().__init__({
+            "load_en": In(1),
+            "load_addr": In(widths.pc),
+            "load_data": In(Instruction),
+            "program_len": In(pc_end),
+            "start": In(1),
+            "head_valid": Out(1),
+            "head_pc": Out(widths.pc),
+            "head_word": Out(Instruction),
+            "occupancy": Out(bits_for(self._depth + 1)),
+            "exhausted": Out(1),
+            "pop": In(1),
+            "redirect": In(1),
+            "redirect_pc": In(pc_end),
+            "fetched": Out(1),
+            "fetch_pc": Out(pc_end),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        depth = self._depth
+
+        m.submodules.program = program = Memory(shape=Instruction, depth=self._program_words, init=[])
+        load = program.write_port()
+        read = program.read_port(domain="sync", transparent_for=(load,))
+        m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.eq(self.load_data)]
+
+        # A ring of registers: the head is read combinationally, like the model's deque.
+        entries = Signal(data.ArrayLayout(self._entry, depth))
+        head = Signal(bits_for(depth))
+        tail = Signal(bits_for(depth))
+        head_entry = entries[head]
+        m.d.comb += [
+            self.head_valid.eq(self.occupancy != 0),
+            self.head_pc.eq(head_entry.pc),
+            self.head_word.eq(head_entry.word),
+            self.exhausted.eq((self.occupancy == 0) & (self.fetch_pc >= self.program_len)),
+        ]
+        m.d.sync += Assert(~self.pop | self.head_valid, "pop from an empty task queue")
+
+        flush = self.start | self.redirect
+        m.d.comb += self.fetched.eq((self.occupancy < depth) & (self.fetch_pc < self.program_len) & ~flush)
+
+        next_pc = Signal.like(self.fetch_pc)
+        with m.If(self.start):
+            m.d.comb += next_pc.eq(0)
+        with m.Elif(self.redirect):
+            m.d.comb += next_pc.eq(self.redirect_pc)
+        with m.Elif(self.fetched):
+            m.d.comb += next_pc.eq(self.fetch_pc + 1)
+        with m.Else():
+            m.d.comb += next_pc.eq(self.fetch_pc)
+        # Reading ahead keeps read.data == program[fetch_pc] in every cycle (memory and
+        # port output both start at 0). A next PC of program_words wraps the address, but
+        # nothing is fetched from there.
+        m.d.comb += read.addr.eq(next_pc)
+        m.d.sync += self.fetch_pc.eq(next_pc)
+
+        with m.If(flush):
+            m.d.sync += [head.eq(0), tail.eq(0), self.occupancy.eq(0)]
+        with m.Else():
+            with m.If(self.pop):
+                m.d.sync += head.eq(_next_index(head, depth))
+            with m.If(self.fetched):
+                m.d.sync += [
+                    entries[tail].pc.eq(self.fetch_pc),
+                    entries[tail].word.eq(read.data),
+                    tail.eq(_next_index(tail, depth)),
+                ]
+            m.d.sync += self.occupancy.eq(self.occupancy + self.fetched - self.pop)
+        return m

@@ -1,0 +1,140 @@
+"""The task queue RTL (program memory, fetch, queue) against ``hts.models.task_queue``."""
+
+import dataclasses
+import random
+
+import pytest
+from rtl_sim import run
+
+from hts.hdl.task_queue import TaskQueue, fetch_pc_width
+from hts.isa import INSTRUCTION_BITS, Word
+from hts.models.task_queue import TaskQueue as Model
+
+ROUNDS = 4                 # programs loaded one after the other into the same block
+CYCLES_PER_ROUND = 200
+LONGEST_RANDOM_PROGRAM = 48   # keeps loading the default's 1024-word memory cheap
+
+
+class LoadedProgram:
+    """The two things the model reads from ``hts.assembler.Program``."""
+
+    def __init__(self, words: list[Word]):
+        self.decoded = words
+
+    def __len__(self) -> int:
+        return len(self.decoded)
+
+
+def small_config(config, program_words: int, queue_depth: int):
+    """A preset with a tiny program memory, so programs fill it and fetch hits its end."""
+    hts = dataclasses.replace(config.hts, program_words=program_words, queue_depth=queue_depth)
+    return dataclasses.replace(config, hts=hts)
+
+
+CONFIGS = {
+    "default": lambda request: request.getfixturevalue("default_config"),
+    "tiny": lambda request: request.getfixturevalue("tiny_config"),
+    # A ring that is not a power of two, and a memory that programs fill up.
+    "small": lambda request: small_config(request.getfixturevalue("default_config"), 6, 3),
+    "one_word": lambda request: small_config(request.getfixturevalue("tiny_config"), 1, 2),
+}
+
+
+def program_length(rng: random.Random, program_words: int) -> int:
+    if rng.random() < 0.2:
+        return rng.choice([0, program_words])
+    return rng.randint(0, min(program_words, LONGEST_RANDOM_PROGRAM))
+
+
+def redirect_target(rng: random.Random, length: int, width: int) -> int:
+    """Mostly inside the program; sometimes its end, or anywhere past it."""
+    roll = rng.random()
+    if roll < 0.7 and length:
+        return rng.randrange(length)
+    if roll < 0.85:
+        return length
+    return rng.randrange(length, 1 << width)
+
+
+@pytest.mark.parametrize("preset", list(CONFIGS))
+@pytest.mark.parametrize("seed", range(3))
+def test_task_queue_matches_model(request, preset, seed):
+    config = CONFIGS[preset](request)
+    program_words = config.hts.program_words
+    pc_width = fetch_pc_width(config)
+    dut, rng = TaskQueue(config), random.Random(seed)
+
+    async def load(ctx, words: list[Word], start_with_last: bool):
+        """Write the words in random order with random pauses, then pulse start.
+
+        The last write may share the cycle of ``start`` (the read port is transparent).
+        Stale instructions fetched meanwhile under the old ``program_len`` are flushed.
+        """
+        order = rng.sample(range(len(words)), len(words))
+        last = order.pop() if start_with_last and order else None
+        for addr in order:
+            while rng.random() < 0.3:
+                await ctx.tick()
+            ctx.set(dut.load_en, 1)
+            ctx.set(dut.load_addr, addr)
+            ctx.set(dut.load_data.as_value(), words[addr].encode())
+            await ctx.tick()
+            ctx.set(dut.load_en, 0)
+        if last is not None:
+            ctx.set(dut.load_en, 1)
+            ctx.set(dut.load_addr, last)
+            ctx.set(dut.load_data.as_value(), words[last].encode())
+        ctx.set(dut.program_len, len(words))
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.load_en, 0)
+
+    async def bench(ctx):
+        for round_ in range(ROUNDS):
+            words = [Word.decode(rng.getrandbits(INSTRUCTION_BITS))
+                     for _ in range(program_length(rng, program_words))]
+            await load(ctx, words, start_with_last=rng.random() < 0.5)
+            model = Model(LoadedProgram(words), config.hts.queue_depth)
+            pop_rate, redirect_rate = rng.choice([0.2, 0.6, 0.95]), rng.choice([0.0, 0.05, 0.2])
+            for cycle in range(CYCLES_PER_ROUND):
+                where = f"seed {seed}, round {round_}, cycle {cycle}"
+                head = model.head()
+                assert ctx.get(dut.head_valid) == (head is not None), where
+                if head is not None:
+                    assert ctx.get(dut.head_pc) == head.pc, where
+                    assert ctx.get(dut.head_word.as_value()) == head.word.encode(), where
+                occupancy = len(model.entries)
+                assert ctx.get(dut.occupancy) == occupancy, where
+                assert ctx.get(dut.exhausted) == model.exhausted, where
+                assert ctx.get(dut.fetch_pc) == model.fetch_pc, where
+
+                pop = head is not None and rng.random() < pop_rate
+                redirect = rng.random() < redirect_rate
+                target = redirect_target(rng, len(words), pc_width)
+                ctx.set(dut.pop, pop)
+                ctx.set(dut.redirect, redirect)
+                ctx.set(dut.redirect_pc, target)
+                if pop:
+                    model.pop()
+                if redirect:
+                    model.redirect(target)
+                # What is fetched is (fetch_pc, word): the pc was compared above, the word
+                # is compared when the entry reaches the head.
+                assert ctx.get(dut.fetched) == model.fetch(occupancy), where
+                await ctx.tick()
+            ctx.set(dut.pop, 0)
+            ctx.set(dut.redirect, 0)
+
+    run(dut, bench)
+
+
+def test_pop_from_empty_queue_is_caught(tiny_config):
+    dut = TaskQueue(tiny_config)
+
+    async def bench(ctx):
+        ctx.set(dut.pop, 1)
+        await ctx.tick()
+
+    with pytest.raises(AssertionError, match="empty task queue"):
+        run(dut, bench)
