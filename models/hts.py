@@ -113,6 +113,7 @@ class HTSModel:
         self.completed: list[DecodedTask] = []
         self.completed_speculative: list[DecodedTask] = []   # completed, still under a branch
         self._last_stalls: dict[int, str] = {}
+        self._drained: list[bool] = []         # per process, at the start of the cycle
         # End-of-cycle effects gathered during the cycle.
         self._released_tags: set[int] = set()
         self._released_instances: list[tuple[int, int]] = []
@@ -271,7 +272,7 @@ class HTSModel:
             self._copied_home = entry
             return True
         wanted = any(reason in TLB_STALLS for reason in self._last_stalls.values()) or any(
-            proc.drained for proc in self.processes if any(e.pid == proc.pid for e in self.tlb.entries))
+            drained and any(e.pid == pid for e in self.tlb.entries) for pid, drained in enumerate(self._drained))
         if not wanted:
             return retargeted
         entry = self.tlb.copyable([region for _, region in self._busy_regions()])
@@ -518,7 +519,9 @@ class HTSModel:
     def step(self) -> bool:
         """Simulate one cycle; whether anything changed."""
         t = self.cycle
-        progress = self._retire_processes(t)    # on the state registered at the start of the cycle
+        # Retirement and the copy-back engine read the state registered at the start of the cycle.
+        progress = self._retire_processes(t)
+        self._drained = [proc.drained for proc in self.processes]
         room = self._room_at_start()
         granted = self._complete(t)
         broadcast = frozenset(run.task.tag for run in granted)
