@@ -1,0 +1,230 @@
+"""Accelerator shell (the homogeneous interface of the HTS paper's Figure 4) and a latency core.
+
+Every instance sits behind the same :class:`AcceleratorShell`: the scheduler delivers a
+task on a valid/ready stream, reads back the busy and done status, grants the done task
+the CDB (the instance is free from the next cycle), aborts a squashed task, gates the
+power and retargets the output of a resolved speculative task (docs/microarchitecture.md,
+"Retarget"). The core inside computes; it fetches and writes its data through its own
+memory master port (its DMA engine, :func:`dma_signature`), and writes its output back
+over the last cycles of its run, reading the output base only from then on.
+
+:class:`LatencyCore` is the timing stand-in of the cycle model (``TableLatency`` of
+``hts.models.timing``): it takes exactly its class's configured latency and moves no data.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig, bits_for
+from hts.isa import REGISTER_BITS
+
+from .layouts import task_layout
+
+__all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout"]
+
+# A memory word is as wide as a register (np.int32 words in hts.models.memory).
+WORD_BITS = REGISTER_BITS
+
+
+def word_address_width(config: SystemConfig) -> int:
+    """Bits of a word address over home memory and the TM above it."""
+    return config.widths.phys_block + (config.memory.block_words.bit_length() - 1)
+
+
+def dma_signature(config: SystemConfig) -> wiring.Signature:
+    """A core's memory master port (its DMA engine), as seen from the core.
+
+    One beat moves ``hts.copyback_words_per_cycle`` consecutive words, the same port width
+    as the copy-back engine; lane ``k`` of ``wdata``/``rdata`` is the word at ``addr + k``.
+
+    - Request: ``addr`` (word address; TM words sit above home memory), ``read`` or
+      ``write`` (never both; both low: no request), ``wdata`` (with ``write``). The master
+      holds the request until the memory accepts it with ``ready`` high in the same cycle.
+    - Read response: ``rvalid`` with ``rdata``, one beat per accepted read, in request
+      order, at least one cycle after acceptance. The master always takes it.
+    """
+    beat = WORD_BITS * config.hts.copyback_words_per_cycle
+    return wiring.Signature({
+        "addr": Out(word_address_width(config)),
+        "read": Out(1),
+        "write": Out(1),
+        "wdata": Out(beat),
+        "ready": In(1),
+        "rdata": In(beat),
+        "rvalid": In(1),
+    })
+
+
+def core_signature(config: SystemConfig) -> wiring.Signature:
+    """What a core offers its shell, as seen from the core.
+
+    - ``start`` (in): a task is accepted this cycle; ``task`` carries it;
+    - ``task`` (in): the accepted task while ``start``, the shell's held task after it.
+      Its output base may change (retarget) until ``writeback`` rises, and not after;
+    - ``release`` (in): the task leaves (granted or aborted); the core is idle from the
+      next cycle;
+    - ``done`` (out): the task has finished (held until ``release``);
+    - ``writeback`` (out): the core is writing its output back, or has done so (held until
+      ``release``); it reads ``task.writes`` from its first cycle on;
+    - ``dma`` (out): the memory master port (:func:`dma_signature`).
+    """
+    return wiring.Signature({
+        "start": In(1),
+        "task": In(task_layout(config)),
+        "release": In(1),
+        "done": Out(1),
+        "writeback": Out(1),
+        "dma": Out(dma_signature(config)),
+    })
+
+
+def retarget_layout(config: SystemConfig) -> data.StructLayout:
+    """A retarget of one shell's task: its output goes to ``base`` instead (same size)."""
+    return data.StructLayout({"valid": 1, "base": config.widths.phys_block})
+
+
+def writeback_cycles(config: SystemConfig, out_blocks):
+    """Cycles to write ``out_blocks`` back over the port: ``_transfer_cycles`` of the model."""
+    words = out_blocks << (config.memory.block_words.bit_length() - 1)
+    per_cycle = config.hts.copyback_words_per_cycle
+    beats = (words + per_cycle - 1) // per_cycle
+    return Mux(beats == 0, 1, beats)
+
+
+class LatencyCore(wiring.Component):
+    """A core that finishes exactly ``config.accelerators[class_index].latency`` cycles after start.
+
+    A task started (accepted) in cycle *t* is ``done`` in cycle *t + latency*, when the
+    cycle model's ``Running.finishes`` is, and takes its CDB ticket then. Its write-back
+    is the last ``writeback_cycles(out_blocks)`` cycles of the latency: ``writeback`` is
+    high in every cycle *t'* with *t + latency − t'* ≤ that count, the complement of the
+    model's "retargetable while running" test. Ports: :func:`core_signature`. It moves no
+    data: its DMA port never requests.
+    """
+
+    def __init__(self, config: SystemConfig, class_index: int):
+        self._config = config
+        self._latency = config.accelerators[class_index].latency
+        super().__init__(core_signature(config))
+
+    def elaborate(self, platform):
+        m = Module()
+        latency = self._latency
+        running = Signal()
+        # Cycles until done, counted from the cycle after the start: latency - 1 down to 0.
+        remaining = Signal(bits_for(latency))
+        cycles_to_write = writeback_cycles(self._config, self.task.writes.blocks)
+        writeback_from = Signal.like(cycles_to_write)
+
+        m.d.comb += [
+            self.done.eq(running & (remaining == 0)),
+            self.writeback.eq(running & (remaining <= writeback_from)),
+            self.dma.read.eq(0),
+            self.dma.write.eq(0),
+        ]
+        with m.If(self.start):
+            m.d.sync += [
+                running.eq(1),
+                remaining.eq(latency - 1),
+                writeback_from.eq(cycles_to_write),
+            ]
+        with m.Elif(self.release):
+            m.d.sync += running.eq(0)
+        with m.Elif(running & (remaining != 0)):
+            m.d.sync += remaining.eq(remaining - 1)
+        return m
+
+
+class AcceleratorShell(wiring.Component):
+    """The interface every accelerator instance presents to the scheduler (Figure 4).
+
+    Task delivery and status:
+
+    - ``task`` (in, stream of ``task_layout``, from the dispatch arbiter): the task with
+      its physical (remapped) regions, metadata, tag, pid and pc. ``ready`` is high when
+      the shell is idle and powered; a handshake in cycle *t* makes the shell busy from
+      *t + 1*;
+    - ``busy`` (out, to the top level): a task is held, from the cycle after acceptance
+      until the cycle of its grant or abort included;
+    - ``current`` (out, to the top level and the squash logic): the held task (while
+      ``busy``), with the updates below applied: its tag for the broadcast, its mask for
+      the squash's aborts, its output region;
+    - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
+      grant; the core's ``done``;
+    - ``granted`` (in, from the CDB): the done task is broadcast this cycle; the shell is
+      free at the clock edge. Ignored unless ``done``;
+    - ``abort`` (in, from the squash logic): drop the held task; the core stops at once,
+      the shell is free at the clock edge. It does not touch a task accepted in the same
+      cycle (the squash removes station tasks before they dispatch);
+    - ``power_enable`` (in, from the power manager): low gates the core's clock, which
+      this model reduces to refusing tasks (``ready`` low). A busy core is not stopped:
+      the cycle model has no power management, so the manager gates idle instances only;
+    - ``dma`` (out, to the memory interconnect): the core's master port
+      (:func:`dma_signature`), passed through.
+
+    Updates of the held task (land at the clock edge, and apply as well to a task
+    accepted in the same cycle, as the model's end-of-cycle effects apply to a task
+    dispatched in that cycle):
+
+    - ``confirm`` (in, from the branch unit): speculation bits to clear from the task's
+      mask (confirmed branches), so the squash never aborts it for a reused ID;
+    - ``retarget`` (in, from the copy-back engine): ``valid`` and the output ``base`` the
+      task writes instead (home, same size). Allowed only before the core starts writing
+      back: a retarget while ``writeback_started`` (or with no task) is ignored and
+      flagged on ``retarget_refused``;
+    - ``writeback_started`` (out, to the copy-back engine): the core writes, or has
+      written, its output; the output base is frozen from here on;
+    - ``retarget_refused`` (out): this cycle's retarget is ignored.
+
+    The core (:func:`core_signature`, e.g. a :class:`LatencyCore`) is a submodule.
+    """
+
+    def __init__(self, config: SystemConfig, core: wiring.Component):
+        self._core = core
+        layout = task_layout(config)
+        super().__init__({
+            "task": In(stream.Signature(layout)),
+            "busy": Out(1),
+            "current": Out(layout),
+            "done": Out(1),
+            "granted": In(1),
+            "abort": In(1),
+            "power_enable": In(1),
+            "confirm": In(config.hts.spec_ids),
+            "retarget": In(retarget_layout(config)),
+            "writeback_started": Out(1),
+            "retarget_refused": Out(1),
+            "dma": Out(dma_signature(config)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self._core
+        wiring.connect(m, wiring.flipped(self.dma), core.dma)
+
+        accepting = self.task.valid & self.task.ready
+        leaving = self.busy & (self.abort | self.granted & self.done)
+        retargetable = accepting | self.busy & ~self.writeback_started
+        held = Signal.like(self.current)
+        m.d.comb += [
+            self.task.ready.eq(~self.busy & self.power_enable),
+            self.done.eq(self.busy & core.done),
+            self.writeback_started.eq(self.busy & core.writeback),
+            self.retarget_refused.eq(self.retarget.valid & ~retargetable),
+            core.start.eq(accepting),
+            core.task.eq(Mux(accepting, self.task.payload, self.current)),
+            core.release.eq(leaving),
+        ]
+
+        m.d.comb += held.eq(core.task)
+        m.d.comb += held.mask.eq(core.task.mask & ~self.confirm)
+        with m.If(self.retarget.valid & retargetable):
+            m.d.comb += held.writes.base.eq(self.retarget.base)
+        m.d.sync += self.current.eq(held)
+
+        with m.If(accepting):
+            m.d.sync += self.busy.eq(1)
+        with m.Elif(leaving):
+            m.d.sync += self.busy.eq(0)
+        return m

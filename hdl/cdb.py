@@ -1,0 +1,88 @@
+"""Common data bus arbiter: completions granted in ticket order, ``hts.cdb_width`` a cycle.
+
+RTL of ``hts.models.cdb``; see docs/microarchitecture.md ("One cycle", step 2). An
+instance whose task finishes takes a ticket; tickets taken in the same cycle are ordered
+by (class, instance), i.e. by flat instance index (``hts.hdl.asr``). Each cycle the
+``cdb_width`` oldest tickets are granted, this cycle's new tickets included, so an
+uncontended completion is granted in the cycle its accelerator finishes.
+
+An instance holds at most one ticket (it stays busy until granted or aborted), so the
+ticket queue is a pending bit per instance plus an age matrix over instances instead of
+a FIFO: the rank of a ticket is the number of tickets ahead of it, and the tickets of
+rank below ``cdb_width`` are granted.
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .asr import instance_numbering
+
+__all__ = ["CommonDataBus"]
+
+
+def fewer_than(bits, limit: int):
+    """Whether fewer than ``limit`` of ``bits`` are set (a population count and a compare)."""
+    return sum(bits[index] for index in range(len(bits))) < limit
+
+
+class CommonDataBus(wiring.Component):
+    """Ticket arbiter over every accelerator instance (flat, class-major numbering).
+
+    Inputs (this cycle):
+
+    - ``finished`` (in, from the accelerator shells): one bit per flat instance whose
+      task is done. A set bit takes a ticket unless the instance already holds one, so
+      both a one-cycle pulse in the finishing cycle and the shell's ``done`` level (held
+      until the grant) take exactly one ticket, in the finishing cycle;
+    - ``abort`` (in, from the squash logic): one bit per flat instance whose ticket is
+      dropped at the clock edge. The squash resolves after the grant (the model's
+      ``_squash`` follows ``_complete``), so a ticket granted this cycle is broadcast
+      whatever its abort bit; a ticket not granted is dropped and never granted. Bits of
+      instances without a ticket (still running, or idle) are ignored.
+
+    Output (combinational, on the tickets registered at the start of the cycle and this
+    cycle's ``finished``):
+
+    - ``grant`` (out, to the top level, which broadcasts the granted instances' tags and
+      releases them in the ASR and the tracker): one bit per flat instance, the
+      ``cdb_width`` oldest tickets (fewer when fewer are held).
+
+    State:
+
+    - ``pending`` (out): one bit per flat instance holding a ticket not yet granted at
+      the start of the cycle;
+    - the age matrix (private): row ``i`` has bit ``j`` set when ticket ``j`` is ahead of
+      ticket ``i``; a row is kept to the pending tickets, and written when its ticket is
+      taken (younger than every pending ticket, behind the same-cycle tickets of lower
+      index).
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._count = count = len(instance_numbering(config))
+        self._width = config.hts.cdb_width
+        super().__init__({
+            "finished": In(count),
+            "abort": In(count),
+            "grant": Out(count),
+            "pending": Out(count),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        count = self._count
+        ahead_of = Signal(data.ArrayLayout(count, count))
+        taking = self.finished & ~self.pending
+        holding = self.pending | taking
+        staying = holding & ~self.grant & ~self.abort
+
+        for index in range(count):
+            lower = (1 << index) - 1
+            ahead = Mux(self.pending[index], ahead_of[index], self.pending | (taking & lower))
+            m.d.comb += self.grant[index].eq(holding[index] & fewer_than(ahead, self._width))
+            # Tickets leave but never overtake one another: keep the row to those staying.
+            m.d.sync += ahead_of[index].eq(ahead & staying)
+        m.d.sync += self.pending.eq(staying)
+        return m

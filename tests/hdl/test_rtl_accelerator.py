@@ -1,0 +1,148 @@
+"""The accelerator shell with a latency core, against the timing of ``models/hts.py``.
+
+The model dispatches a task at *t* and it finishes (takes its CDB ticket) at
+*t + latency*; it is retargetable while it waits in a station (its dispatch cycle
+included) and while running with ``finishes - t > _transfer_cycles(output blocks)``;
+confirmations and retargets land at the end of the cycle, on running tasks too. Two
+shells of classes with different latencies run side by side on random traffic.
+"""
+
+import dataclasses
+import random
+
+import pytest
+from amaranth.hdl import Module
+from rtl_sim import region_value, run
+
+from hts.assembler import assemble
+from hts.hdl.accelerator import AcceleratorShell, LatencyCore
+from hts.hdl.layouts import task_layout
+from hts.models.hts import HTSModel
+from hts.models.memory import initial_memory
+
+
+def short_latencies(config):
+    """Latencies of 1 and 4 cycles and one word a beat: write-back as long as the run, or longer."""
+    classes = [dataclasses.replace(acc, latency=latency) for acc, latency in zip(config.accelerators, (1, 4))]
+    return dataclasses.replace(config, accelerators=tuple(classes) + config.accelerators[2:],
+                               memory=dataclasses.replace(config.memory, block_words=2),
+                               hts=dataclasses.replace(config.hts, copyback_words_per_cycle=2))
+
+
+SYSTEMS = {
+    # (preset, config transform, the two classes under test, cycles)
+    "default": ("default", lambda config: config, ("vector_dot", "vector_add"), 1500),
+    "tiny": ("tiny", lambda config: config, ("vector_max", "vector_dot"), 800),
+    "short": ("default", short_latencies, ("real_fir", "complex_fir"), 600),
+}
+
+
+class ShellModel:
+    """What one shell must show: the held task, when it was accepted, and its timing."""
+
+    def __init__(self, latency: int, transfer_cycles):
+        self.latency, self.transfer_cycles = latency, transfer_cycles
+        self.task = None               # dict in task_layout form
+        self.finishes = None
+        self.grant_at = None
+        self.abort_at = None           # a squash hits it then (running, or waiting for its grant)
+
+    def retargetable(self, t: int, accepting: bool) -> bool:
+        running = self.task is not None and self.finishes - t > self.transfer_cycles(self.task["writes"]["blocks"])
+        return accepting or running
+
+    def writeback_started(self, t: int) -> bool:
+        return self.task is not None and not self.retargetable(t, False)
+
+
+def random_task(rng: random.Random, config, class_index: int) -> dict:
+    layout = task_layout(config)
+    # Output sizes whose write-back is shorter than, as long as, and longer than the latency.
+    region = lambda: region_value((rng.randrange(1 << config.widths.phys_block), rng.choice([0, 1, 2, 3, 4, 8, 40])))
+    return {"tag": rng.randrange(config.hts.tracker_entries), "pid": rng.randrange(config.hts.processes),
+            "pc": rng.randrange(config.hts.program_words), "task_id": rng.getrandbits(layout["task_id"].width),
+            "accel_class": class_index, "reads": region(), "writes": region(),
+            "metadata": rng.getrandbits(layout["metadata"].width), "mask": rng.getrandbits(config.hts.spec_ids),
+            "waits": 0}
+
+
+@pytest.mark.parametrize("system", SYSTEMS)
+@pytest.mark.parametrize("seed", range(2))
+def test_shell_timing_matches_model(request, system, seed):
+    preset, transform, names, cycles = SYSTEMS[system]
+    config = transform(request.getfixturevalue(f"{preset}_config"))
+    classes = [next(i for i, acc in enumerate(config.accelerators) if acc.name == name) for name in names]
+    latencies = [config.accelerators[c].latency for c in classes]
+    assert latencies[0] != latencies[1], "the test needs two different latencies"
+    model = HTSModel(config, [assemble("", config)], initial_memory(config))
+    shells = [AcceleratorShell(config, LatencyCore(config, c)) for c in classes]
+    refs = [ShellModel(latency, model._transfer_cycles) for latency in latencies]
+    layout = task_layout(config)
+    top = Module()
+    for index, shell in enumerate(shells):
+        top.submodules[f"shell{index}"] = shell
+    rng = random.Random(seed)
+    seen = {"accepted": 0, "granted": 0, "aborted": 0, "retargeted": 0, "refused": 0, "gated": 0,
+            "retargeted_at_acceptance": 0}
+
+    async def bench(ctx):
+        offers = [None, None]
+        powered = [True, True]
+        for t in range(cycles):
+            for index, (shell, ref, class_index) in enumerate(zip(shells, refs, classes)):
+                where = f"seed {seed}, cycle {t}, class {config.accelerators[class_index].name}"
+                # The dispatcher holds an offer until it is taken, with random pauses between offers.
+                if offers[index] is None and rng.random() < 0.3:
+                    offers[index] = random_task(rng, config, class_index)
+                if rng.random() < 0.05:
+                    powered[index] = not powered[index]
+                done = ref.task is not None and t >= ref.finishes
+                if done and ref.grant_at is None:
+                    ref.grant_at = t + rng.choice([0, 0, 1, 2, 7])
+                granted = done and t >= ref.grant_at
+                aborted = ref.task is not None and not granted and t == ref.abort_at
+                retarget = rng.random() < 0.2
+                retarget_base = rng.randrange(1 << config.widths.phys_block)
+                confirm = rng.getrandbits(config.hts.spec_ids) if rng.random() < 0.1 else 0
+                ctx.set(shell.task.valid, offers[index] is not None)
+                if offers[index] is not None:
+                    ctx.set(shell.task.payload, offers[index])
+                ctx.set(shell.power_enable, powered[index])
+                ctx.set(shell.granted, granted)
+                ctx.set(shell.abort, aborted)
+                ctx.set(shell.retarget, {"valid": retarget, "base": retarget_base})
+                ctx.set(shell.confirm, confirm)
+
+                ready = ref.task is None and powered[index]
+                accepting = ready and offers[index] is not None
+                refused = retarget and not ref.retargetable(t, accepting)
+                assert ctx.get(shell.task.ready) == ready, where
+                assert ctx.get(shell.busy) == (ref.task is not None), where
+                assert ctx.get(shell.done) == done, f"{where}: done should rise at {ref.finishes}"
+                assert ctx.get(shell.writeback_started) == ref.writeback_started(t), where
+                assert ctx.get(shell.retarget_refused) == refused, where
+                assert not ctx.get(shell.dma.read) and not ctx.get(shell.dma.write), where
+                if ref.task is not None:
+                    assert ctx.get(shell.current) == layout.const(ref.task), where
+
+                # What lands at the clock edge.
+                seen["gated"] += ref.task is None and not powered[index] and offers[index] is not None
+                if accepting:
+                    ref.task, ref.finishes, ref.grant_at = offers[index], t + ref.latency, None
+                    ref.abort_at = t + 1 + rng.randrange(ref.latency + 8) if rng.random() < 0.2 else None
+                    seen["retargeted_at_acceptance"] += retarget
+                    offers[index] = None
+                    seen["accepted"] += 1
+                elif granted or aborted:
+                    ref.task = None
+                    seen["granted" if granted else "aborted"] += 1
+                if ref.task is not None:
+                    ref.task = {**ref.task, "mask": ref.task["mask"] & ~confirm}
+                    if retarget and not refused:
+                        ref.task = {**ref.task, "writes": {**ref.task["writes"], "base": retarget_base}}
+                seen["retargeted"] += retarget and not refused and ref.task is not None
+                seen["refused"] += refused and ref.task is not None
+            await ctx.tick()
+        assert all(count > 0 for count in seen.values()), f"seed {seed}: stimulus missed a case: {seen}"
+
+    run(top, bench)
