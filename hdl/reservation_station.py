@@ -1,0 +1,60 @@
+"""Reservation station of one accelerator class: tasks waiting for their dependences.
+
+RTL of ``hts.models.reservation_station`` as ``models/hts.py`` drives it (``_issue``,
+``_dispatch``, ``_squash``, ``_confirm``, ``_end_of_cycle``, ``_apply_retarget``); see
+docs/microarchitecture.md for its timing. Same age-ordered collapsing queue as the
+dispatch window (:class:`hts.hdl.window.AgeQueue`).
+"""
+
+from amaranth.hdl import Cat, Module
+from amaranth.lib import data
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .layouts import task_layout
+from .window import AgeQueue
+
+__all__ = ["ReservationStation"]
+
+
+class ReservationStation(AgeQueue):
+    """``hts.rs_entries`` tasks of one class, offering the oldest ready one to the dispatch arbiter.
+
+    Ports, besides those of :class:`AgeQueue` (``room``: the window's ``station_room``
+    for this class):
+
+    - ``insert_valid``, ``insert_task`` (in, from the window): up to ``dispatch_width``
+      tasks, oldest first; the top level routes the window's ``issue_valid`` /
+      ``issue_task`` here with ``insert_valid[k] = issue_valid[k] & (issue_task[k]
+      .accel_class == this class)``, so the valid bits need not be contiguous. They land
+      at the edge behind every task that stays, with this cycle's end-of-cycle updates;
+      the window sends only what ``room`` allows;
+    - ``offer_valid``, ``offer_task`` (out, to the dispatch arbiter): the oldest entry,
+      not squashed this cycle, whose ``waits`` is empty (start-of-cycle state);
+    - ``take`` (in, from the dispatch arbiter): the offered task leaves at the edge
+      (ignored without an offer).
+    """
+
+    def __init__(self, config: SystemConfig):
+        hts, task = config.hts, task_layout(config)
+        self._width = hts.dispatch_width
+        super().__init__(config, hts.rs_entries, {
+            "insert_valid": In(hts.dispatch_width),
+            "insert_task": In(data.ArrayLayout(task, hts.dispatch_width)),
+            "offer_valid": Out(1),
+            "offer_task": Out(task),
+            "take": In(1),
+        })
+
+    def _arrivals(self) -> list:
+        return [(self.insert_valid[port], self.insert_task[port]) for port in range(self._width)]
+
+    def _departures(self, m: Module, movable: list) -> list:
+        ready = [can_move & ~entry.waits.any() for can_move, entry in zip(movable, self.entries)]
+        oldest_ready = [is_ready & ~Cat(*ready[:index]).any() for index, is_ready in enumerate(ready)]
+        m.d.comb += self.offer_valid.eq(Cat(*ready).any())
+        for chosen, entry in zip(oldest_ready, self.entries):
+            with m.If(chosen):
+                m.d.comb += self.offer_task.eq(entry)
+        return [chosen & self.take for chosen in oldest_ready]

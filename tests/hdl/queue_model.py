@@ -1,0 +1,196 @@
+"""The dispatch window and reservation stations as ``models/hts.py`` drives them, for the RTL tests.
+
+``ModelSurroundings`` carries just the parts of ``HTSModel`` that its window and station
+code touches, and borrows that code itself (``_issue``, ``_confirm``, ``_apply_retarget``),
+so the tests step the top level's own logic. ``_squash`` and ``_end_of_cycle`` do much
+more than the queues need; their window and station lines are repeated here. Also:
+random decoded tasks, and their conversion to and from ``task_layout`` records.
+"""
+
+import dataclasses
+import random
+from types import SimpleNamespace
+
+from rtl_sim import region_value
+
+from hts.config import SystemConfig
+from hts.isa import FIELDS
+from hts.models.cdb import CommonDataBus
+from hts.models.hts import HTSModel
+from hts.models.memory_tracker import MemoryTracker
+from hts.models.reservation_station import ReservationStation
+from hts.models.tlb import TLBEntry
+from hts.models.trace import Trace
+from hts.models.window import DecodedTask, DispatchWindow
+
+__all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
+           "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record"]
+
+CONFIGS = ["default", "tiny", "wide"]
+
+
+def config_named(request, name: str) -> SystemConfig:
+    """A preset by name; ``wide`` is the default with two dispatch ways and a 6-entry window."""
+    if name == "wide":
+        config = request.getfixturevalue("default_config")
+        return dataclasses.replace(config, hts=dataclasses.replace(config.hts, dispatch_width=2, window=6))
+    return request.getfixturevalue(f"{name}_config")
+
+
+class ModelSurroundings:
+    """An ``HTSModel`` reduced to its window, its stations and what their code reads."""
+
+    _issue = HTSModel._issue
+    _confirm = HTSModel._confirm
+    _apply_retarget = HTSModel._apply_retarget
+    _queued_and_running = HTSModel._queued_and_running
+
+    def __init__(self, config: SystemConfig):
+        self.config = config
+        self.window = DispatchWindow(config.hts.window)
+        self.stations = [ReservationStation(config.hts.rs_entries) for _ in config.accelerators]
+        self.tracker = MemoryTracker(0)
+        self.tlb = SimpleNamespace(entries=[])
+        self.cdb = CommonDataBus(config.hts.cdb_width)
+        self.trace = Trace()
+        self.processes, self.in_progress, self.completed_speculative, self.free_spec_ids = [], [], [], []
+
+    def queued(self) -> list[DecodedTask]:
+        return self.window.tasks + [task for station in self.stations for task in station.tasks]
+
+    def squash(self, spec_bits: int) -> list[DecodedTask]:
+        """The window and station part of ``HTSModel._squash`` for every ID in ``spec_bits``."""
+        squashed = [task for task in self.window.tasks if task.mask & spec_bits]
+        squashed += [task for station in self.stations for task in station.tasks if task.mask & spec_bits]
+        for task in squashed:
+            (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
+        return squashed
+
+    def end_of_cycle(self, released: set[int], confirmed_bits: int, retarget: TLBEntry | None):
+        """The window and station part of ``HTSModel._end_of_cycle``, in its order."""
+        if released:
+            for task in self.queued():
+                task.waits_for -= released
+        for spec_id in range(self.config.hts.spec_ids):
+            if confirmed_bits >> spec_id & 1:
+                self._confirm(spec_id)
+        if retarget is not None:
+            self.tlb.entries.append(retarget)
+            self._apply_retarget(retarget)
+
+
+def bit_set(bits: int) -> set[int]:
+    return {index for index in range(bits.bit_length()) if bits >> index & 1}
+
+
+def tags_of(tasks) -> int:
+    return sum(1 << task.tag for task in tasks)
+
+
+def _field_width(name: str) -> int:
+    return next(width for field, _, width in FIELDS if field == name)
+
+
+class TaskSource:
+    """Random decoded tasks in a small address space, so regions meet often."""
+
+    def __init__(self, config: SystemConfig, rng: random.Random):
+        self.config, self.rng, self.seq = config, rng, 0
+
+    def region(self, nonempty: bool = False) -> tuple[int, int]:
+        return self.rng.randrange(0, 24), self.rng.choice([1, 2, 3] if nonempty else [0, 1, 2, 3])
+
+    def bits(self, count: int, chance: float) -> int:
+        return sum(1 << index for index in range(count) if self.rng.random() < chance)
+
+    def spec_ids(self) -> int:
+        """Some speculation IDs, at least one (a branch resolving)."""
+        return self.bits(self.config.hts.spec_ids, 0.3) | 1 << self.rng.randrange(self.config.hts.spec_ids)
+
+    def task(self, tag: int, others: list[DecodedTask], class_index: int | None = None) -> DecodedTask:
+        """A task with ``tag``; sometimes it reads exactly what one of ``others`` writes (a TM reader)."""
+        rng, config = self.rng, self.config
+        producers = [task.writes for task in others if task.writes[1]]
+        reads = rng.choice(producers) if producers and rng.random() < 0.4 else self.region()
+        if class_index is None:
+            class_index = rng.randrange(len(config.accelerators))
+        waits = self.bits(config.hts.tracker_entries, 0.1) if rng.random() < 0.6 else 0
+        mask = self.spec_ids() if rng.random() < 0.4 else 0
+        task = DecodedTask(self.seq, tag, pid=rng.randrange(config.hts.processes),
+                           pc=rng.randrange(config.hts.program_words),
+                           task_id=rng.randrange(1 << _field_width("task_id")),
+                           accel_id=config.accelerators[class_index].id, class_index=class_index,
+                           reads=reads, writes=self.region(), metadata=rng.randrange(1 << _field_width("metadata")),
+                           waits_for=bit_set(waits), mask=mask)
+        self.seq += 1
+        return task
+
+    def free_tags(self, taken: list[DecodedTask]) -> list[int]:
+        used = {task.tag for task in taken}
+        return [tag for tag in range(self.config.hts.tracker_entries) if tag not in used]
+
+    def retarget(self, present: list[DecodedTask], producers: list[DecodedTask]) -> TLBEntry | None:
+        """A retarget that keeps the model's invariant: only its producer writes its TM region.
+
+        The producer is one of ``producers`` or a task elsewhere (a tag not ``present``);
+        the TM region is the producer's output, or else often some present task's input.
+        """
+        rng = self.rng
+        candidates = [task for task in producers if task.writes[1]]
+        if candidates and rng.random() < 0.6:
+            producer = rng.choice(candidates)
+            tag, tm = producer.tag, producer.writes
+        else:
+            absent = self.free_tags(present)
+            inputs = [task.reads for task in present if task.reads[1]]
+            if not absent:
+                return None
+            tag = rng.choice(absent)
+            tm = rng.choice(inputs) if inputs and rng.random() < 0.7 else self.region(nonempty=True)
+        if any(task.writes == tm and task.tag != tag for task in present):
+            return None
+        home = (rng.randrange(0, 24), tm[1])
+        return TLBEntry(seq=0, pid=0, home=home, tm_base=tm[0], mask=0, producer=tag)
+
+
+def task_record(task: DecodedTask) -> dict:
+    """A model task as a ``task_layout`` record, to drive an input port."""
+    return {"tag": task.tag, "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
+            "accel_class": task.class_index, "reads": region_value(task.reads),
+            "writes": region_value(task.writes), "metadata": task.metadata, "mask": task.mask,
+            "waits": sum(1 << tag for tag in task.waits_for)}
+
+
+def task_fields(task: DecodedTask) -> dict:
+    """What a model task holds that a ``task_layout`` record holds too."""
+    return {"tag": task.tag, "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
+            "accel_class": task.class_index, "reads": task.reads, "writes": task.writes,
+            "metadata": task.metadata, "mask": task.mask, "waits": set(task.waits_for)}
+
+
+def record_fields(record) -> dict:
+    """A ``task_layout`` record read from the simulator, in the form of ``task_fields``."""
+    return {"tag": record.tag, "pid": record.pid, "pc": record.pc, "task_id": record.task_id,
+            "accel_class": record.accel_class, "reads": (record.reads.base, record.reads.blocks),
+            "writes": (record.writes.base, record.writes.blocks), "metadata": record.metadata,
+            "mask": record.mask, "waits": bit_set(record.waits)}
+
+
+def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int], retarget):
+    """The inputs every queue shares: squash, confirm, broadcast and retarget."""
+    ctx.set(dut.squash, squash)
+    ctx.set(dut.confirm, confirm)
+    ctx.set(dut.broadcast, sum(1 << tag for tag in released))
+    ctx.set(dut.retarget, retarget is not None)
+    if retarget is not None:
+        ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
+        ctx.set(dut.retarget_home, region_value(retarget.home))
+        ctx.set(dut.retarget_producer, retarget.producer)
+
+
+def assert_contents(ctx, dut, tasks, where: str):
+    """The queue's registered entries are the model's tasks, oldest first, field by field."""
+    count, entries = ctx.get(dut.count), ctx.get(dut.entries)
+    assert count == len(tasks), where
+    for position, task in enumerate(tasks):
+        assert record_fields(entries[position]) == task_fields(task), f"{where}, entry {position}"

@@ -1,0 +1,82 @@
+"""The reservation station RTL against ``hts.models.reservation_station`` as models/hts.py drives it."""
+
+import random
+from collections import Counter
+
+import pytest
+from queue_model import (CONFIGS, ModelSurroundings, TaskSource, assert_contents, bit_set, config_named,
+                         drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
+from rtl_sim import run
+
+from hts.hdl.reservation_station import ReservationStation
+
+CYCLES = 300
+
+
+@pytest.mark.parametrize("preset", CONFIGS)
+@pytest.mark.parametrize("seed", range(3))
+def test_station_matches_model(request, preset, seed):
+    config = config_named(request, preset)
+    hts, width = config.hts, config.hts.dispatch_width
+    dut, rng = ReservationStation(config), random.Random(seed)
+    model = ModelSurroundings(config)
+    class_index = seed % len(config.accelerators)
+    station, source = model.stations[class_index], TaskSource(config, rng)
+    seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
+
+    async def bench(ctx):
+        for cycle in range(CYCLES):
+            where = f"{preset}, seed {seed}, cycle {cycle}"
+            room = station.capacity - len(station.tasks)
+            # Fill faster than the arbiter takes for a while, then slower, so the station
+            # both fills and empties.
+            filling, taking = (0.8, 0.3) if cycle // 40 % 2 else (0.3, 0.7)
+            free = source.free_tags(station.tasks)
+            count = rng.randrange(min(width, room, len(free)) + 1) if rng.random() < filling else 0
+            ports = sorted(rng.sample(range(width), count))     # the window's positions of this class
+            inserted = [source.task(tag, station.tasks, class_index) for tag in rng.sample(free, count)]
+            take = rng.random() < taking
+            squash = source.spec_ids() if rng.random() < 0.1 else 0
+            confirm = source.spec_ids() & ~squash if rng.random() < 0.1 else 0
+            # The producer of a retarget may still be in the window, issuing this cycle.
+            everyone = station.tasks + inserted
+            retarget = source.retarget(everyone, everyone) if rng.random() < 0.25 else None
+
+            # The model, in the order of HTSModel.step: squash, dispatch, issue, end of cycle.
+            squashed = model.squash(squash)
+            offer = station.oldest_ready()
+            offered = offer and task_fields(offer)
+            if take and offer is not None:
+                station.remove(offer)
+            station.tasks.extend(inserted)
+            # The top level broadcasts the CDB's tags and every squashed tag.
+            released = bit_set(source.bits(hts.tracker_entries, 0.15)) | {task.tag for task in squashed}
+
+            ctx.set(dut.insert_valid, sum(1 << port for port in ports))
+            ctx.set(dut.insert_task, [task_record(inserted[ports.index(port)]) if port in ports else {}
+                                      for port in range(width)])
+            ctx.set(dut.take, take)
+            drive_end_of_cycle(ctx, dut, squash, confirm, released, retarget)
+            assert ctx.get(dut.room) == room, where
+            assert ctx.get(dut.squashed_tags) == tags_of(squashed), where
+            assert ctx.get(dut.offer_valid) == (offer is not None), where
+            if offer is not None:
+                assert record_fields(ctx.get(dut.offer_task)) == offered, where
+
+            if retarget is not None:
+                tm = (retarget.tm_base, retarget.home[1])
+                seen["retargeted reads"] += sum(task.reads == tm for task in station.tasks)
+                seen["retargeted writes"] += sum(task.tag == retarget.producer for task in station.tasks)
+            model.end_of_cycle(released, confirm, retarget)
+            await ctx.tick()
+            assert_contents(ctx, dut, station.tasks, where)
+            seen.update(offered=offer is not None, taken=take and offer is not None, squashed=len(squashed),
+                        full=not room, several_inserted=count > 1, gap_inserted=ports != list(range(count)))
+
+    run(dut, bench)
+    # A single tag never lets a reader of a TM copy share the station with a retarget, and
+    # a single port cannot insert several tasks or leave a gap.
+    exercised = ["offered", "taken", "squashed", "full", "retargeted writes"]
+    exercised += ["retargeted reads"] if hts.tracker_entries > 1 else []
+    exercised += ["several_inserted", "gap_inserted"] if width > 1 else []
+    assert all(seen[what] for what in exercised), seen

@@ -1,0 +1,80 @@
+"""The dispatch window RTL against ``hts.models.window`` as models/hts.py drives it, cycle by cycle."""
+
+import random
+from collections import Counter
+
+import pytest
+from queue_model import (CONFIGS, ModelSurroundings, TaskSource, assert_contents, bit_set, config_named,
+                         drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
+from rtl_sim import run
+
+from hts.hdl.window import DispatchWindow
+
+CYCLES = 300
+
+
+@pytest.mark.parametrize("preset", CONFIGS)
+@pytest.mark.parametrize("seed", range(3))
+def test_window_matches_model(request, preset, seed):
+    config = config_named(request, preset)
+    hts = config.hts
+    dut, rng = DispatchWindow(config), random.Random(seed)
+    model = ModelSurroundings(config)
+    window, source = model.window, TaskSource(config, rng)
+    seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
+
+    async def bench(ctx):
+        for cycle in range(CYCLES):
+            where = f"{preset}, seed {seed}, cycle {cycle}"
+            room = window.capacity - len(window.tasks)
+            # Stations clogged for a while, then draining, so the window both fills and empties.
+            clogged = 0.9 if cycle // 40 % 2 else 0.3
+            station_room = [0 if rng.random() < clogged else rng.randrange(1, hts.rs_entries + 1)
+                            for _ in config.accelerators]
+            squash = source.spec_ids() if rng.random() < 0.1 else 0
+            confirm = source.spec_ids() & ~squash if rng.random() < 0.1 else 0
+            free = source.free_tags(window.tasks)
+            appended = source.task(rng.choice(free), window.tasks) if room and free and rng.random() < 0.6 else None
+            arriving = [appended] if appended else []
+            # The producer of a retarget is decided on the start-of-cycle window; its readers
+            # may arrive this cycle.
+            retarget = source.retarget(window.tasks + arriving, window.tasks) if rng.random() < 0.25 else None
+            start = {task.tag: task_fields(task) for task in window.tasks}
+
+            # The model, in the order of HTSModel.step: squash, issue, decode, end of cycle.
+            squashed = model.squash(squash)
+            events = len(model.trace.events)
+            model._issue(cycle, list(station_room))
+            issued = [event.fields["tag"] for event in model.trace.events[events:]]
+            for station in model.stations:        # not under test: issued tasks leave the picture
+                station.tasks.clear()
+            window.tasks.extend(arriving)
+            # The top level broadcasts the CDB's tags and every squashed tag.
+            released = bit_set(source.bits(hts.tracker_entries, 0.15)) | {task.tag for task in squashed}
+
+            ctx.set(dut.station_room, station_room)
+            ctx.set(dut.append, appended is not None)
+            if appended is not None:
+                ctx.set(dut.append_task, task_record(appended))
+            drive_end_of_cycle(ctx, dut, squash, confirm, released, retarget)
+            assert ctx.get(dut.room) == room, where
+            assert ctx.get(dut.squashed_tags) == tags_of(squashed), where
+            assert ctx.get(dut.issue_valid) == (1 << len(issued)) - 1, where
+            issue_task = ctx.get(dut.issue_task)
+            for position, tag in enumerate(issued):
+                assert record_fields(issue_task[position]) == start[tag], f"{where}, issue {position}"
+
+            if retarget is not None:
+                tm = (retarget.tm_base, retarget.home[1])
+                seen["retargeted reads"] += sum(task.reads == tm for task in window.tasks)
+                seen["retargeted writes"] += sum(task.tag == retarget.producer for task in window.tasks)
+            model.end_of_cycle(released, confirm, retarget)
+            await ctx.tick()
+            assert_contents(ctx, dut, window.tasks, where)
+            seen.update(issued=len(issued), squashed=len(squashed), full=not room)
+
+    run(dut, bench)
+    # With a single tag, a reader of a TM copy never shares the window with a retarget.
+    exercised = ("issued", "squashed", "full", "retargeted writes") + (
+        ("retargeted reads",) if hts.tracker_entries > 1 else ())
+    assert all(seen[what] for what in exercised), seen
