@@ -12,7 +12,7 @@ design (``release`` here, ``finished``/``abort``/``grant`` of the CDB) uses this
 ordering flat indices is ordering by (class, instance), as the CDB's tickets need.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 

@@ -11,7 +11,6 @@ Everything is drawn from one ``random.Random`` so that a seed reproduces a case.
 """
 
 import random
-from dataclasses import replace
 
 from hts.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig
 
