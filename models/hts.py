@@ -441,7 +441,8 @@ class HTSModel:
         else:
             branch.kind, branch.resolves_at = "MR", t + self.config.timing.memory_latency
         if self.speculate and word.speculate and self.free_spec_ids:
-            branch.spec_id = self.free_spec_ids.pop(0)
+            branch.spec_id = min(self.free_spec_ids)     # a priority encoder in hardware
+            self.free_spec_ids.remove(branch.spec_id)
             branch.checkpoint = Checkpoint(proc.gprs.snapshot(), proc.loops.snapshot())
             proc.spec_mask |= 1 << branch.spec_id
         proc.branches.append(branch)
