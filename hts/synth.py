@@ -72,6 +72,7 @@ _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
     "memory_tracker": "hts.hdl.memory_tracker:MemoryTracker",
     "tlb": "hts.hdl.tlb:TaskLookupBuffer",
+    "decode": "hts.hdl.decode:Decode",
     "window": "hts.hdl.window:DispatchWindow",
     "reservation_station": "hts.hdl.reservation_station:ReservationStation",
     "asr": "hts.hdl.asr:AcceleratorStatus",

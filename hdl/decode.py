@@ -1,0 +1,457 @@
+"""Decode: one instruction of one process per cycle, picked round robin.
+
+RTL of the decode stage of ``models/hts.py`` (``_decode``, ``_why_not_decodable``,
+``_plan_task``, ``_decode_one``, ``_decode_task``, ``_decode_branch``) and of the
+front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, the
+speculation mask and the skip depth of a zero-iteration loop. Control instructions
+execute here; a task is planned against the TLB, the memory tracker and the window
+and, if nothing stalls it, written to the window; an ``if`` goes to the branch unit.
+The speculation-ID pool lives here too (decode is the only allocator).
+"""
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, enum, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig, bits_for
+from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, Instruction, Opcode
+
+from .gpr import GPRBank
+from .layouts import region_layout, task_layout, tracker_entry_layout
+from .loop_stack import LoopStack, loop_frame_layout
+from .task_queue import fetch_pc_width
+from .tlb import tlb_entry_layout
+
+__all__ = ["Decode", "Stall", "BranchKind", "branch_layout", "head_layout", "restore_layout"]
+
+
+class Stall(enum.Enum, shape=4):
+    """Why a process decoded nothing this cycle (the model's stall reasons)."""
+    NONE = 0
+    DONE = 1
+    BRANCH = 2
+    DRAIN = 3
+    FETCH = 4
+    DECODER_BUSY = 5
+    WINDOW_FULL = 6
+    TRACKER_FULL = 7
+    SPECULATIVE_FAULT = 8
+    TLB_CONFLICT = 9
+    TLB_FULL = 10
+    FAULT = 11          # a committed-path task names memory past the end: the process stops
+
+
+class BranchKind(enum.Enum, shape=2):
+    RR = 0
+    MR = 1
+    BR = 2
+
+
+def head_layout(config: SystemConfig) -> data.StructLayout:
+    """A task queue's head as decode sees it."""
+    return data.StructLayout({"valid": 1, "pc": config.widths.pc, "word": Instruction})
+
+
+def restore_layout(config: SystemConfig) -> data.StructLayout:
+    """A misprediction of one of the process's branches, from the branch unit."""
+    return data.StructLayout({"valid": 1, "slot": bits_for(config.hts.spec_ids), "mask": config.hts.spec_ids})
+
+
+def branch_layout(config: SystemConfig) -> data.StructLayout:
+    """An ``if`` handed to the branch unit, with everything captured at decode."""
+    hts, widths = config.hts, config.widths
+    return data.StructLayout({
+        "valid": 1,
+        "pid": widths.pid,
+        "pc": widths.pc,
+        "target": fetch_pc_width(config),      # saturated at program_words: past the end
+        "cond": Cond,
+        "kind": BranchKind,
+        "x": REGISTER_BITS,                     # RR: R[A]
+        "y": REGISTER_BITS,                     # R[B]
+        "block": widths.phys_block,             # MR/BR: physical block read
+        "waits": hts.tracker_entries,           # BR: writers of the block
+        "speculated": 1,
+        "spec_id": bits_for(hts.spec_ids),
+        "mask": hts.spec_ids,                   # the IDs the branch is itself under
+    })
+
+
+class Decode(wiring.Component):
+    """One instruction per cycle, from the first eligible process after the last picked.
+
+    Per process (index = pid), from the task queues and the branch unit:
+
+    - ``head`` (in): the queue head at the start of the cycle; ``exhausted`` (in): queue
+      empty and fetch PC past the program;
+    - ``done`` (in, from the top level): the process has ended;
+    - ``blocked`` (in, from the branch unit): an unspeculated branch was pending at the
+      start of the cycle; ``pending`` (in): any branch was;
+    - ``restore`` (in, from the branch unit): a branch of the process was mispredicted
+      this cycle: no decode this cycle; at the edge GPRs and loop stack come back from
+      checkpoint ``slot``, the mask becomes ``mask`` and any skip ends;
+    - ``pop`` (out): the head was consumed; ``redirect``, ``redirect_pc`` (out): a jump
+      or loop back (the top level merges the branch unit's redirects).
+
+    Shared:
+
+    - ``confirm`` (in): speculation IDs predicted right, cleared from every mask;
+      ``freed_ids`` (in): IDs returning to the pool (confirmed, mispredicted, squashed);
+    - ``window_has_room`` (in);
+    - tracker: ``tracker_query_reads``, ``tracker_query_writes``, ``tracker_branch_block``
+      (out) -> ``tracker_depends``, ``tracker_writers``, ``tracker_has_free``,
+      ``tracker_free_tag`` (in); ``tracker_alloc``, ``tracker_alloc_entry`` (out);
+    - TLB: ``tlb_read_region``, ``tlb_write_region``, ``tlb_branch_block``,
+      ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
+      ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
+      ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry`` (out);
+    - ``window_append``, ``window_task`` (out): the decoded task, which is also the
+      ``decode`` trace event;
+    - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
+    - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
+    - ``fault`` (out): valid, pid, pc of a committed-path task whose indirect region
+      lies past the end of memory (the model raises an error there).
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._config = config
+        hts, widths = config.hts, config.widths
+        processes, tags = hts.processes, hts.tracker_entries
+        region = region_layout(config)
+        pc_end = fetch_pc_width(config)
+        super().__init__({
+            "head": In(data.ArrayLayout(head_layout(config), processes)),
+            "exhausted": In(processes),
+            "done": In(processes),
+            "blocked": In(processes),
+            "pending": In(processes),
+            "restore": In(data.ArrayLayout(restore_layout(config), processes)),
+            "pop": Out(processes),
+            "redirect": Out(processes),
+            "redirect_pc": Out(data.ArrayLayout(pc_end, processes)),
+            "confirm": In(hts.spec_ids),
+            "freed_ids": In(hts.spec_ids),
+            "window_has_room": In(1),
+            "tracker_query_reads": Out(region),
+            "tracker_query_writes": Out(region),
+            "tracker_branch_block": Out(widths.phys_block),
+            "tracker_depends": In(tags),
+            "tracker_writers": In(tags),
+            "tracker_has_free": In(1),
+            "tracker_free_tag": In(widths.tag),
+            "tracker_alloc": Out(1),
+            "tracker_alloc_entry": Out(tracker_entry_layout(config)),
+            "tlb_read_region": Out(region),
+            "tlb_write_region": Out(region),
+            "tlb_branch_block": Out(widths.phys_block),
+            "tlb_alloc_blocks": Out(widths.region_blocks),
+            "tlb_read_hit": In(1),
+            "tlb_read_exact": In(1),
+            "tlb_read_tm_base": In(widths.phys_block),
+            "tlb_write_hit": In(1),
+            "tlb_has_room": In(1),
+            "tlb_alloc_tm_base": In(widths.phys_block),
+            "tlb_branch_phys": In(widths.phys_block),
+            "tlb_alloc": Out(1),
+            "tlb_alloc_entry": Out(tlb_entry_layout(config)),
+            "window_append": Out(1),
+            "window_task": Out(task_layout(config)),
+            "branch": Out(branch_layout(config)),
+            "stall": Out(data.ArrayLayout(Stall, processes)),
+            "fault": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
+        })
+        # Per-process architectural state; public so that the CPU port can read it back.
+        self.gprs = [GPRBank(config) for _ in range(processes)]
+        self.loops = [LoopStack(config) for _ in range(processes)]
+
+    def elaborate(self, platform):
+        m = Module()
+        config, hts = self._config, self._config.hts
+        processes = hts.processes
+        gprs, loops = self.gprs, self.loops
+        for pid in range(processes):
+            m.submodules[f"gpr{pid}"] = gprs[pid]
+            m.submodules[f"loops{pid}"] = loops[pid]
+        spec_mask = Signal(data.ArrayLayout(hts.spec_ids, processes))
+        skip_depth = Signal(data.ArrayLayout(range(hts.loop_depth + 1), processes))
+        free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
+        faulted = Signal(processes)
+        pointer = Signal(config.widths.pid)
+
+        # Each process reads its GPRs with the indices of its own head, so the register
+        # read does not wait for the arbiter. Port 2 serves C, or the counter for lend.
+        for pid in range(processes):
+            word = self.head[pid].word
+            lend = word.accel_id == RESERVED_ACCEL_ID[Opcode.LEND]
+            m.d.comb += [
+                gprs[pid].read_index[0].eq(word.a),
+                gprs[pid].read_index[1].eq(word.b),
+                gprs[pid].read_index[2].eq(Mux(lend, loops[pid].top.counter, word.c)),
+            ]
+
+        # ---- arbitration: the first eligible process after the last one picked --------
+        reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
+        for pid in range(processes):
+            drained = self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0)
+            with m.If(self.done[pid]):
+                m.d.comb += reason[pid].eq(Stall.DONE)
+            with m.Elif(faulted[pid]):
+                m.d.comb += reason[pid].eq(Stall.FAULT)
+            with m.Elif(self.blocked[pid] | self.restore[pid].valid):
+                m.d.comb += reason[pid].eq(Stall.BRANCH)
+            with m.Elif(drained):
+                m.d.comb += reason[pid].eq(Stall.DRAIN)
+            with m.Elif(~self.head[pid].valid):
+                m.d.comb += reason[pid].eq(Stall.FETCH)
+        eligible = Cat(*(r == Stall.NONE for r in reason))
+        chosen = Signal(config.widths.pid)
+        any_chosen = Signal()
+        for offset in reversed(range(processes)):
+            candidate = (pointer + offset) % processes if processes > 1 else Const(0)
+            with m.If(eligible.bit_select(candidate, 1)):
+                m.d.comb += [chosen.eq(candidate), any_chosen.eq(1)]
+        with m.If(any_chosen):
+            m.d.sync += pointer.eq(Mux(chosen == processes - 1, 0, chosen + 1))
+
+        head = self.head[chosen]
+        word = head.word
+        r_a, r_b, r_c = (Signal(REGISTER_BITS, name=f"r_{n}") for n in "abc")
+        top = Signal(loop_frame_layout(config))
+        mask = spec_mask[chosen]
+        skipping = skip_depth[chosen] != 0
+        for pid in range(processes):
+            with m.If(chosen == pid):
+                m.d.comb += [r_a.eq(gprs[pid].read_value[0]), r_b.eq(gprs[pid].read_value[1]),
+                             r_c.eq(gprs[pid].read_value[2]), top.eq(loops[pid].top)]
+        opcode = self._opcode(m, word.accel_id)
+
+        # ---- task planning -------------------------------------------------------------
+        plan_stall = Signal(Stall)
+        regions = self._task_regions(m, word, r_a, r_c)
+        home_reads, home_writes, out_of_memory = regions
+        reads = Signal.like(home_reads)
+        speculative_output = (mask != 0) & (word.d != 0)
+        m.d.comb += [
+            self.tlb_read_region.eq(home_reads),
+            self.tlb_write_region.eq(home_writes),
+            self.tlb_alloc_blocks.eq(word.d),
+            reads.eq(home_reads),
+        ]
+        with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
+            m.d.comb += reads.base.eq(self.tlb_read_tm_base)
+        with m.If(~self.window_has_room):
+            m.d.comb += plan_stall.eq(Stall.WINDOW_FULL)
+        with m.Elif(~self.tracker_has_free):
+            m.d.comb += plan_stall.eq(Stall.TRACKER_FULL)
+        with m.Elif(out_of_memory):
+            m.d.comb += plan_stall.eq(Mux(mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT))
+        with m.Elif((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact):
+            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
+        with m.Elif(speculative_output & ~self.tlb_has_room):
+            m.d.comb += plan_stall.eq(Stall.TLB_FULL)
+        with m.Elif(~speculative_output & (word.d != 0) & self.tlb_write_hit):
+            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
+
+        is_task = (opcode == Opcode.TASK) & ~skipping
+        stalled = any_chosen & is_task & (plan_stall != Stall.NONE)
+        decoding = any_chosen & ~stalled
+
+        writes = Signal.like(home_writes)
+        m.d.comb += writes.eq(home_writes)
+        with m.If(speculative_output):
+            m.d.comb += writes.base.eq(self.tlb_alloc_tm_base)
+        m.d.comb += [self.tracker_query_reads.eq(reads), self.tracker_query_writes.eq(writes)]
+
+        for pid in range(processes):
+            with m.If(reason[pid] != Stall.NONE):
+                m.d.comb += self.stall[pid].eq(Mux(reason[pid] == Stall.DONE, Stall.NONE, reason[pid]))
+            with m.Elif(~any_chosen | (chosen != pid)):
+                m.d.comb += self.stall[pid].eq(Stall.DECODER_BUSY)
+            with m.Elif(stalled):
+                m.d.comb += self.stall[pid].eq(plan_stall)
+        with m.If(stalled & (plan_stall == Stall.FAULT)):
+            m.d.comb += [self.fault.valid.eq(1), self.fault.pid.eq(chosen), self.fault.pc.eq(head.pc)]
+            m.d.sync += faulted.bit_select(chosen, 1).eq(1)
+
+        # ---- executing the instruction --------------------------------------------------
+        new_id = Signal(bits_for(hts.spec_ids))
+        for spec_id in reversed(range(hts.spec_ids)):
+            with m.If(free_ids[spec_id]):
+                m.d.comb += new_id.eq(spec_id)
+        allocated_ids = Signal(hts.spec_ids)
+        new_mask = Signal(hts.spec_ids)
+        next_skip = Signal.like(skip_depth[0])
+        m.d.comb += next_skip.eq(skip_depth[chosen])
+
+        with m.If(decoding):
+            m.d.comb += self.pop.bit_select(chosen, 1).eq(1)
+            with m.If(skipping):
+                with m.If(opcode == Opcode.LBEG):
+                    m.d.comb += next_skip.eq(skip_depth[chosen] + 1)
+                with m.Elif(opcode == Opcode.LEND):
+                    m.d.comb += next_skip.eq(skip_depth[chosen] - 1)
+            with m.Else():
+                with m.Switch(opcode):
+                    with m.Case(Opcode.TASK):
+                        self._decode_task(m, chosen, head, word, mask, reads, writes, home_writes,
+                                          speculative_output)
+                    with m.Case(Opcode.MOV):
+                        self._write_gpr(m, gprs, chosen, word.c, word.a)
+                    with m.Case(Opcode.ADD):
+                        self._write_gpr(m, gprs, chosen, word.c, r_a + r_b)
+                    with m.Case(Opcode.MUL):
+                        self._write_gpr(m, gprs, chosen, word.c, r_a * r_b)
+                    with m.Case(Opcode.JUMP):
+                        self._redirect(m, chosen, self._target(head.pc, word.c))
+                    with m.Case(Opcode.LBEG):
+                        self._write_gpr(m, gprs, chosen, word.b, 0)
+                        with m.If(word.a == 0):
+                            m.d.comb += next_skip.eq(1)
+                        with m.Else():
+                            for pid in range(processes):
+                                with m.If(chosen == pid):
+                                    m.d.comb += [loops[pid].push.eq(1),
+                                                 loops[pid].frame.body_start.eq(head.pc + 1),
+                                                 loops[pid].frame.counter.eq(word.b),
+                                                 loops[pid].frame.remaining.eq(word.a - 1)]
+                    with m.Case(Opcode.LEND):
+                        self._write_gpr(m, gprs, chosen, top.counter, r_c + 1)
+                        for pid in range(processes):
+                            with m.If(chosen == pid):
+                                with m.If(top.remaining == 0):
+                                    m.d.comb += loops[pid].pop.eq(1)
+                                with m.Else():
+                                    m.d.comb += [loops[pid].replace.eq(1), loops[pid].frame.eq(top),
+                                                 loops[pid].frame.remaining.eq(top.remaining - 1)]
+                        with m.If(top.remaining != 0):
+                            self._redirect(m, chosen, top.body_start)
+                    with m.Case(Opcode.IF):
+                        self._decode_branch(m, gprs, loops, chosen, head, word, mask, r_a, r_b, free_ids,
+                                            new_id, allocated_ids, new_mask)
+
+        # ---- end of cycle ----------------------------------------------------------------
+        m.d.sync += free_ids.eq((free_ids & ~allocated_ids) | self.freed_ids)
+        for pid in range(processes):
+            restore = self.restore[pid]
+            with m.If(restore.valid):
+                m.d.comb += [gprs[pid].restore_en.eq(1), gprs[pid].restore_slot.eq(restore.slot),
+                             loops[pid].restore_en.eq(1), loops[pid].restore_slot.eq(restore.slot)]
+                m.d.sync += [spec_mask[pid].eq(restore.mask & ~self.confirm), skip_depth[pid].eq(0)]
+            with m.Elif(decoding & (chosen == pid)):
+                m.d.sync += [spec_mask[pid].eq((spec_mask[pid] | new_mask) & ~self.confirm),
+                             skip_depth[pid].eq(next_skip)]
+            with m.Else():
+                m.d.sync += spec_mask[pid].eq(spec_mask[pid] & ~self.confirm)
+        return m
+
+    # ---- pieces of the cycle ----------------------------------------------------------------
+
+    @staticmethod
+    def _opcode(m: Module, accel_id) -> Signal:
+        opcode = Signal(Opcode)
+        with m.If(accel_id >= FIRST_RESERVED_ACCEL_ID):
+            with m.Switch(accel_id):
+                for op, reserved_id in RESERVED_ACCEL_ID.items():
+                    with m.Case(reserved_id):
+                        m.d.comb += opcode.eq(op)
+        return opcode
+
+    def _task_regions(self, m: Module, word, r_a, r_c):
+        """Home regions of the task at the head, and whether an indirect one is off the end."""
+        region = region_layout(self._config)
+        home_reads, home_writes = Signal(region, name="home_reads"), Signal(region, name="home_writes")
+        in_base = Mux(word.k.task.indirect, r_a, word.a)
+        out_base = Mux(word.k.task.indirect, r_c, word.c)
+        blocks = self._config.memory.blocks
+        out_of_memory = word.k.task.indirect & ((r_a + word.b > blocks) | (r_c + word.d > blocks))
+        m.d.comb += [home_reads.base.eq(in_base), home_reads.blocks.eq(word.b),
+                     home_writes.base.eq(out_base), home_writes.blocks.eq(word.d)]
+        return home_reads, home_writes, out_of_memory
+
+    def _decode_task(self, m, chosen, head, word, mask, reads, writes, home_writes, speculative_output):
+        config = self._config
+        class_of = Signal(config.widths.accel_class)
+        with m.Switch(word.accel_id):
+            for index, accelerator in enumerate(config.accelerators):
+                with m.Case(accelerator.id):
+                    m.d.comb += class_of.eq(index)
+        tag = self.tracker_free_tag
+        m.d.comb += [
+            self.tracker_alloc.eq(1),
+            self.tracker_alloc_entry.pid.eq(chosen),
+            self.tracker_alloc_entry.reads.eq(reads),
+            self.tracker_alloc_entry.writes.eq(writes),
+            self.window_append.eq(1),
+            self.window_task.tag.eq(tag),
+            self.window_task.pid.eq(chosen),
+            self.window_task.pc.eq(head.pc),
+            self.window_task.task_id.eq(word.task_id),
+            self.window_task.accel_class.eq(class_of),
+            self.window_task.reads.eq(reads),
+            self.window_task.writes.eq(writes),
+            self.window_task.metadata.eq(word.metadata),
+            self.window_task.mask.eq(mask),
+            self.window_task.waits.eq(self.tracker_depends),
+        ]
+        with m.If(speculative_output):
+            m.d.comb += [
+                self.tlb_alloc.eq(1),
+                self.tlb_alloc_entry.pid.eq(chosen),
+                self.tlb_alloc_entry.home.eq(home_writes),
+                self.tlb_alloc_entry.mask.eq(mask),
+                self.tlb_alloc_entry.producer.eq(tag),
+                self.tlb_alloc_entry.tm_base.eq(self.tlb_alloc_tm_base),
+            ]
+
+    def _decode_branch(self, m, gprs, loops, chosen, head, word, mask, r_a, r_b, free_ids, new_id,
+                       allocated_ids, new_mask):
+        config = self._config
+        branch = self.branch
+        memory = word.k.branch.memory
+        speculate = memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
+        m.d.comb += [
+            self.tlb_branch_block.eq(word.a),
+            self.tracker_branch_block.eq(self.tlb_branch_phys),
+            branch.valid.eq(1),
+            branch.pid.eq(chosen),
+            branch.pc.eq(head.pc),
+            branch.target.eq(self._target(head.pc, word.c)),
+            branch.cond.eq(word.k.branch.cond),
+            branch.x.eq(r_a),
+            branch.y.eq(r_b),
+            branch.block.eq(self.tlb_branch_phys),
+            branch.mask.eq(mask),
+        ]
+        with m.If(~memory):
+            m.d.comb += branch.kind.eq(BranchKind.RR)
+        with m.Elif(self.tracker_writers != 0):
+            m.d.comb += [branch.kind.eq(BranchKind.BR), branch.waits.eq(self.tracker_writers)]
+        with m.Else():
+            m.d.comb += branch.kind.eq(BranchKind.MR)
+        with m.If(speculate):
+            m.d.comb += [branch.speculated.eq(1), branch.spec_id.eq(new_id),
+                         allocated_ids.eq(1 << new_id), new_mask.eq(1 << new_id)]
+            for pid in range(config.hts.processes):
+                with m.If(chosen == pid):
+                    m.d.comb += [gprs[pid].checkpoint_en.eq(1), gprs[pid].checkpoint_slot.eq(new_id),
+                                 loops[pid].checkpoint_en.eq(1), loops[pid].checkpoint_slot.eq(new_id)]
+
+    def _target(self, pc, offset):
+        """pc + signed C, saturated at ``program_words`` (past the end: nothing to fetch).
+
+        The assembler keeps targets at or after the start of the program.
+        """
+        target = pc + offset.as_signed()
+        end = self._config.hts.program_words
+        return Mux(target > end, end, target)
+
+    def _write_gpr(self, m, gprs, chosen, index, value):
+        for pid, bank in enumerate(gprs):
+            with m.If(chosen == pid):
+                m.d.comb += [bank.write_en.eq(1), bank.write_index.eq(index), bank.write_value.eq(value)]
+
+    def _redirect(self, m, chosen, pc):
+        m.d.comb += [self.redirect.bit_select(chosen, 1).eq(1)]
+        for pid in range(self._config.hts.processes):
+            with m.If(chosen == pid):
+                m.d.comb += self.redirect_pc[pid].eq(pc)
