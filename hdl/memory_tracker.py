@@ -4,7 +4,8 @@ RTL of ``hts.models.memory_tracker``; see docs/microarchitecture.md for its timi
 entry per task from decode until its completion is broadcast; the entry index is the
 task's tag. It also keeps the age matrix of the tasks in flight, which every block that
 must pick "the oldest" reads (a tag's age never changes while it is valid, so the matrix
-is written only when a tag is allocated).
+is written only when a tag is allocated). A retarget by the copy-back engine rewrites
+ranges in place (``_apply_retarget`` of ``models/hts.py``).
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -35,7 +36,13 @@ class MemoryTracker(wiring.Component):
     Updates (registered, land at the clock edge):
 
     - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``;
-    - ``release`` (in, from the CDB and the squash logic): tags to free.
+    - ``release`` (in, from the CDB and the squash logic): tags to free;
+    - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
+      the copy-back engine): the entry of tag ``retarget_producer`` writes
+      ``retarget_home``, and every entry whose ``reads`` is exactly ``retarget_tm`` reads
+      ``retarget_home``, the entry allocated in this cycle included (the model decodes
+      before the end-of-cycle rewrite). The model matches writes on the TM region rather
+      than on the producer's tag: while the TLB entry lives, only its producer writes it.
 
     State read by other blocks:
 
@@ -60,6 +67,10 @@ class MemoryTracker(wiring.Component):
             "alloc": In(1),
             "alloc_entry": In(entry),
             "release": In(count),
+            "retarget": In(1),
+            "retarget_tm": In(region),
+            "retarget_home": In(region),
+            "retarget_producer": In(config.widths.tag),
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
             "older": Out(data.ArrayLayout(count, count)),
@@ -89,9 +100,14 @@ class MemoryTracker(wiring.Component):
 
         allocated = Signal(count)
         remaining = self.valid & ~self.release
+        for tag in range(count):
+            landing = Signal.like(self.alloc_entry, name=f"landing_{tag}")
+            m.d.comb += landing.eq(self.entries[tag])
+            with m.If(self.alloc & (self.free_tag == tag)):
+                m.d.comb += landing.eq(self.alloc_entry)
+            m.d.sync += self.entries[tag].eq(self._retargeted(m, tag, landing))
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)
-            m.d.sync += self.entries[self.free_tag].eq(self.alloc_entry)
             for tag in range(count):
                 # The new task is younger than every task staying, and older than none.
                 with m.If(self.free_tag == tag):
@@ -100,3 +116,18 @@ class MemoryTracker(wiring.Component):
                     m.d.sync += self.older[tag].eq(self.older[tag] & ~allocated)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
+
+    def _retargeted(self, m: Module, tag: int, entry):
+        """``entry`` (for ``tag``) with this cycle's retarget applied.
+
+        Entries not in use are rewritten too: their contents are never read, so the valid
+        bit need not gate the rewrite.
+        """
+        result = Signal.like(self.alloc_entry, name=f"retargeted_{tag}")
+        m.d.comb += result.eq(entry)
+        with m.If(self.retarget):
+            with m.If(entry.reads == self.retarget_tm):
+                m.d.comb += result.reads.eq(self.retarget_home)
+            with m.If(self.retarget_producer == tag):
+                m.d.comb += result.writes.eq(self.retarget_home)
+        return result

@@ -1,12 +1,21 @@
-"""The memory tracker RTL against ``hts.models.memory_tracker``, cycle by cycle."""
+"""The memory tracker RTL against ``hts.models.memory_tracker``, cycle by cycle.
+
+Retargets are checked against the top level's own rewrite, ``HTSModel._apply_retarget``,
+applied at the end of the cycle after the cycle's allocation and releases, as
+``HTSModel.step`` orders them.
+"""
 
 import random
+from collections import Counter
+from types import SimpleNamespace
 
 import pytest
 from rtl_sim import region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
+from hts.models.hts import HTSModel
 from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry
+from hts.models.tlb import TLBEntry
 
 
 def random_region(rng: random.Random) -> tuple[int, int]:
@@ -15,13 +24,50 @@ def random_region(rng: random.Random) -> tuple[int, int]:
     return rng.randrange(0, 24), rng.choice([0, 1, 1, 2, 3, 8])
 
 
+class TrackerSurroundings:
+    """An ``HTSModel`` reduced to its tracker, for ``_apply_retarget``."""
+
+    _apply_retarget = HTSModel._apply_retarget
+
+    def __init__(self, count: int):
+        self.tracker = Model(count)
+        self.tlb = SimpleNamespace(entries=[])
+        self.processes = []
+
+    def _queued_and_running(self):
+        return iter(())
+
+
+def random_retarget(rng: random.Random, entries: list, released: set[int], new_entry) -> TLBEntry | None:
+    """A retarget that keeps the model's invariants, or None.
+
+    Its producer is in flight and not released this cycle (a retargeted producer has not
+    finished, and a squashed one would have a non-zero mask), and it alone writes the TM
+    region: the regions it writes are the TM copy, which only it produces.
+    """
+    writers = [entry.writes for entry in entries if entry is not None]
+    if new_entry is not None:
+        writers.append(new_entry.writes)
+    producers = [tag for tag, entry in enumerate(entries) if entry is not None and tag not in released
+                 and entry.writes[1] and writers.count(entry.writes) == 1]
+    if not producers:
+        return None
+    producer = rng.choice(producers)
+    tm = entries[producer].writes
+    home = (rng.randrange(0, 24), tm[1])
+    return TLBEntry(seq=0, pid=0, home=home, tm_base=tm[0], mask=0, producer=producer)
+
+
 @pytest.mark.parametrize("preset", ["default", "tiny"])
 @pytest.mark.parametrize("seed", range(3))
 def test_tracker_matches_model(request, preset, seed):
     config = request.getfixturevalue(f"{preset}_config")
     count = config.hts.tracker_entries
-    dut, model, rng = MemoryTracker(config), Model(count), random.Random(seed)
+    dut, rng = MemoryTracker(config), random.Random(seed)
+    surroundings = TrackerSurroundings(count)
+    model = surroundings.tracker
     ages: dict[int, int] = {}          # tag -> decode order, for the age matrix
+    seen = Counter()                   # what the retargets exercised, so the test cannot pass idle
 
     async def bench(ctx):
         for cycle in range(400):
@@ -49,11 +95,21 @@ def test_tracker_matches_model(request, preset, seed):
 
             allocate = has_free and rng.random() < 0.6
             released = {tag for tag in valid if rng.random() < 0.25}
-            entry = TrackerEntry(rng.randrange(config.hts.processes), reads, writes)
+            # Half the new tasks read exactly what an older one writes: readers of a TM copy.
+            outputs = [model.entries[tag].writes for tag in valid if model.entries[tag].writes[1]]
+            new_reads = rng.choice(outputs) if outputs and rng.random() < 0.5 else reads
+            entry = TrackerEntry(rng.randrange(config.hts.processes), new_reads, writes)
+            retarget = random_retarget(rng, model.entries, released, entry if allocate else None) \
+                if rng.random() < 0.3 else None
             ctx.set(dut.alloc, allocate)
-            ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(reads),
+            ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(new_reads),
                                       "writes": region_value(writes)})
             ctx.set(dut.release, sum(1 << tag for tag in released))
+            ctx.set(dut.retarget, retarget is not None)
+            if retarget is not None:
+                ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
+                ctx.set(dut.retarget_home, region_value(retarget.home))
+                ctx.set(dut.retarget_producer, retarget.producer)
             await ctx.tick()
             if allocate:
                 tag = model.free_tag()
@@ -61,6 +117,22 @@ def test_tracker_matches_model(request, preset, seed):
                 ages[tag] = cycle
             for tag in released:
                 model.free(tag)
+            if retarget is not None:
+                tm = (retarget.tm_base, retarget.home[1])
+                seen["readers"] += sum(e is not None and e.reads == tm for e in model.entries)
+                seen["new reader"] += allocate and new_reads == tm
+                seen["producers"] += 1
+                surroundings.tlb.entries.append(retarget)
+                surroundings._apply_retarget(retarget)
             assert ctx.get(dut.valid) == sum(1 << t for t, e in enumerate(model.entries) if e is not None), where
+            entries = ctx.get(dut.entries)
+            for tag, expected_entry in enumerate(model.entries):
+                if expected_entry is not None:
+                    got = entries[tag]
+                    assert TrackerEntry(got.pid, (got.reads.base, got.reads.blocks),
+                                        (got.writes.base, got.writes.blocks)) == expected_entry, f"{where}, tag {tag}"
 
     run(dut, bench)
+    # With a single tag, no reader shares the tracker with the producer of its TM copy.
+    exercised = ["producers"] + (["readers", "new reader"] if count > 1 else [])
+    assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
