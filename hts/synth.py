@@ -72,6 +72,7 @@ _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
     "memory_tracker": "hts.hdl.memory_tracker:MemoryTracker",
     "tlb": "hts.hdl.tlb:TaskLookupBuffer",
+    "branch_unit": "hts.hdl.branch_unit:BranchUnit",
     "decode": "hts.hdl.decode:Decode",
     "window": "hts.hdl.window:DispatchWindow",
     "reservation_station": "hts.hdl.reservation_station:ReservationStation",
@@ -222,15 +223,21 @@ def _synthesis_commands(target: Target, top: str) -> list[str]:
             f"{target.synth} -top {top} -run map_cells:"]
 
 
+def _read(verilog_file: str) -> list[str]:
+    # Amaranth writes its simulation assertions as SystemVerilog `assert`: read them as
+    # such, then drop them, since they are checks for simulation, not hardware.
+    return [f"read_verilog -sv {verilog_file}", "chformal -remove"]
+
+
 def yosys_script(target: Target, block_file: str, block_top: str, harness_file: str, harness_top: str,
                  stat_file: str, netlist_file: str) -> str:
     """Synthesize the block for its resource counts, then its harness for place and route."""
     return "\n".join([
-        f"read_verilog {block_file}",
+        *_read(block_file),
         *_synthesis_commands(target, block_top),
         f"tee -q -o {stat_file} stat -json",
         "design -reset",
-        f"read_verilog {harness_file}",
+        *_read(harness_file),
         *_synthesis_commands(target, harness_top),
         f"write_json {netlist_file}",
     ]) + "\n"

@@ -1,0 +1,342 @@
+"""Branch unit: every pending ``if``, its memory read and its resolution.
+
+RTL of ``hts.models.branch_unit`` as ``models/hts.py`` drives it: allocation at decode
+(the end of ``_decode_branch``), resolution (``_resolve_branches`` with ``_squash`` and
+``_confirm``), the end-of-cycle updates (``_end_of_cycle``: a bus-read branch whose last
+writer is released starts its read, confirmed bits leave the masks, the IDs freed go
+back to decode's pool; ``_apply_retarget``), and the per-process state decode reads
+(``ProcessContext.blocked`` and the branch part of ``drained``). See
+docs/microarchitecture.md, steps 3 and 9 of "One cycle" and *Misprediction*. Decode
+(``hts.hdl.decode``) owns the speculation-ID pool, the masks and the checkpoints.
+
+**Slots.** At most ``hts.spec_ids`` speculated branches are pending at once (one per
+speculation ID), and at most one unspeculated branch per process (it stops its process's
+decode until it resolves, and its slot is free again at the edge of that cycle). So slot
+``i < spec_ids`` holds the speculated branch with ID ``i``, and slot ``spec_ids + p`` the
+unspeculated branch of process ``p``: the slot index is the ID (no ID or "speculated"
+field, no free-slot search; the checkpoint slot is the slot index) and ``blocked[p]`` is
+one valid bit. Only the per-process slots can hold an RR branch (RR is never
+speculated), so only they keep X.
+
+**Age without an age matrix.** Within a process, a speculated branch is older than
+another exactly when its ID is in the other's ``mask`` (a branch's mask is the set of its
+process's older pending speculated branches), and the unspeculated branch, if any, is the
+youngest (nothing decodes behind it). That is all the ordering the model's per-process
+list gives: a resolving mispredicted branch removes every branch whose mask holds its ID,
+among them any younger branch resolving in the same cycle, which therefore neither
+reports nor acts (``if branch not in proc.branches: continue``). The model emits the
+``branch`` events of one cycle by pid, then by age: the number of bits in ``mask``.
+
+**Memory reads** (one lane per slot; lane ``i`` belongs to slot ``i``). A read starts in
+the cycle the model fixes ``resolves_at``: an MR branch in its decode cycle, a BR branch
+in the cycle its last awaited tag is released (``broadcast``), its decode cycle included
+when its writers are all being squashed. In that cycle ``read_valid[i]`` is set with
+``read_block[i]`` (both combinational: from decode's ``alloc``, or from ``broadcast``),
+and the memory answers exactly ``timing.memory_latency`` cycles later on
+``read_data[i]``, in the slot's resolution cycle, where the compare uses it at once.
+With a latency of 1 this is a block RAM's synchronous read port (address in cycle *s*,
+data in *s + 1*); a longer latency adds pipeline registers. The word must be the block's
+first word as it stands in the resolution cycle, after that cycle's completions, which
+is when the model reads it; under the model's rules only a write by another process,
+which the branch does not wait for, could land between request and answer. Every slot
+may start a read in the same cycle (one released tag can wake every branch waiting on
+it) and every slot may resolve in the same cycle, as in the model: the cost is
+``spec_ids + processes`` read lanes and as many 32-bit comparators. Fewer lanes would
+serialise reads, which the model would have to do too (microarchitecture.md, *Open
+points*).
+
+Ports. From decode (lands at the edge):
+
+- ``alloc`` (in, ``hts.hdl.decode.branch_layout``): an ``if`` decoded this cycle, with
+  its captured operands, physical block, writers (BR), target (saturated at
+  ``program_words``), speculation ID and mask. Its block is ignored for RR (the model
+  keeps 0 there), and it gets this cycle's updates: ``broadcast``, ``confirm``, retarget.
+
+From the top level (land at the edge):
+
+- ``broadcast`` (in): every tag released this cycle (CDB grants, squashed and aborted
+  tasks), cleared from every ``waits``;
+- ``retarget``, ``retarget_tm``, ``retarget_home`` (in, from the copy-back engine): a
+  slot whose block lies in the TM region reads the home block instead. A read under way
+  is never retargeted (asserted): its block's producer is done, and a done producer is
+  not retargetable.
+
+Memory (see above): ``read_valid``, ``read_block`` (out), ``read_data`` (in).
+
+Resolution (combinational, in the resolution cycle):
+
+- ``resolving``, ``taken`` (out, per slot): the slot's branch resolves now (an older
+  misprediction of its process in this cycle has not removed it), and whether it is
+  taken. With ``entries`` this is the trace's ``branch`` event (pid, pc, kind;
+  ``spec_id`` is the slot index below ``spec_ids``, else null);
+- ``confirm`` (out, to decode, window, stations, accelerators, TLB): IDs predicted right,
+  cleared from every mask at the edge (here too);
+- ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted; their tasks are
+  killed at once. This unit removes the process's younger branches (the edge);
+- ``freed_ids`` (out, to decode's pool): IDs free again after the edge: confirmed,
+  mispredicted, and those of the younger branches removed;
+- ``redirect``, ``redirect_pc`` (out, per process, to the task queue): an unspeculated
+  taken branch or a misprediction sends fetch to the target. At most one per process:
+  of two mispredictions the younger is removed, and the unspeculated branch is younger
+  than any speculated one;
+- ``restore`` (out, per process, ``hts.hdl.decode.restore_layout``): a misprediction;
+  GPRs and loop stack come back from checkpoint ``slot``, the mask becomes the
+  branch's ``mask``, and the process does not decode in this cycle (the model's
+  ``resume_at``). It comes from the memory word through the compare: the one path from
+  the branch unit into decode's pick, like the squash's kill into window and stations.
+
+State (registered, start of the cycle):
+
+- ``blocked`` (out, per process): it has an unspeculated pending branch, so it does not
+  decode (in the cycle that branch resolves too, as the model's ``resume_at`` wants);
+- ``pending`` (out, per process): it has a pending branch (so it is not drained);
+- ``valid``, ``entries`` (out, :func:`slot_layout`): the slots;
+- ``reads_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some pending
+  branch reads a TM block (combinational, on the state the edge will register).
+"""
+
+import operator
+from functools import reduce
+
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig, bits_for
+from hts.isa import REGISTER_BITS, Cond
+
+from .decode import BranchKind, branch_layout, restore_layout
+from .layouts import region_layout
+from .task_queue import fetch_pc_width
+
+__all__ = ["BranchUnit", "slot_layout"]
+
+
+def slot_layout(config: SystemConfig) -> data.StructLayout:
+    """A pending branch in its slot (``hts.models.branch_unit.PendingBranch``).
+
+    ``target``: pc + C, saturated at ``program_words``. ``block``: physical block read (0
+    for RR, as in the model). ``waits``: writers not yet released (BR). ``timer``: once
+    ``waits`` is empty, cycles left before the resolution cycle. ``mask``: the IDs the
+    branch is itself under. ``x`` is kept in the per-process slots only.
+    """
+    widths, hts = config.widths, config.hts
+    return data.StructLayout({
+        "pid": widths.pid,
+        "pc": widths.pc,
+        "target": fetch_pc_width(config),
+        "cond": Cond,
+        "kind": BranchKind,
+        "x": REGISTER_BITS,
+        "y": REGISTER_BITS,
+        "block": widths.phys_block,
+        "waits": hts.tracker_entries,
+        "timer": bits_for(config.timing.memory_latency),
+        "mask": hts.spec_ids,
+    })
+
+
+def _branch_taken(m: Module, cond, x, y, name: str) -> Signal:
+    """``hts.isa.branch_taken``: one signed compare and one equality, picked by the condition."""
+    equal, less = Signal(name=f"{name}_equal"), Signal(name=f"{name}_less")
+    taken = Signal(name=f"{name}_taken")
+    by_cond = {Cond.EQ: equal, Cond.NEQ: ~equal, Cond.GE: ~less, Cond.LE: less | equal}
+    m.d.comb += [
+        equal.eq(x == y),
+        less.eq(x.as_signed() < y.as_signed()),
+        taken.eq(Cat(*(by_cond[c] for c in sorted(Cond, key=lambda c: c.value))).bit_select(Value.cast(cond), 1)),
+    ]
+    return taken
+
+
+def _wire(m: Module, value, name: str) -> Signal:
+    """``value`` as a named signal, so that every user shares one copy of its logic."""
+    wire = Signal(Value.cast(value).shape(), name=name)
+    m.d.comb += wire.eq(value)
+    return wire
+
+
+def _one_hot(choices, value_of) -> Value:
+    """``value_of(key)`` of the one chosen ``(chosen, key)`` pair, 0 if none (AND-OR)."""
+    return reduce(operator.or_, (Mux(chosen, value_of(key), 0) for chosen, key in choices), Const(0))
+
+
+class BranchUnit(wiring.Component):
+    """``hts.spec_ids`` speculated and ``hts.processes`` unspeculated branch slots; see the module doc."""
+
+    def __init__(self, config: SystemConfig):
+        hts, widths = config.hts, config.widths
+        self._spec_ids, self._processes = hts.spec_ids, hts.processes
+        self._slot_count = slots = hts.spec_ids + hts.processes
+        self._latency = config.timing.memory_latency
+        self._home_blocks = config.memory.blocks
+        self._layout = slot_layout(config)
+        super().__init__({
+            "alloc": In(branch_layout(config)),
+            "broadcast": In(hts.tracker_entries),
+            "retarget": In(1),
+            "retarget_tm": In(region_layout(config)),
+            "retarget_home": In(region_layout(config)),
+            "read_valid": Out(slots),
+            "read_block": Out(data.ArrayLayout(widths.phys_block, slots)),
+            "read_data": In(data.ArrayLayout(REGISTER_BITS, slots)),
+            "resolving": Out(slots),
+            "taken": Out(slots),
+            "confirm": Out(hts.spec_ids),
+            "squash": Out(hts.spec_ids),
+            "freed_ids": Out(hts.spec_ids),
+            "redirect": Out(hts.processes),
+            "redirect_pc": Out(data.ArrayLayout(fetch_pc_width(config), hts.processes)),
+            "restore": Out(data.ArrayLayout(restore_layout(config), hts.processes)),
+            "blocked": Out(hts.processes),
+            "pending": Out(hts.processes),
+            "reads_tm": Out(1),
+            "valid": Out(slots),
+            "entries": Out(data.ArrayLayout(self._layout, slots)),
+        })
+
+    def _process_slot(self, pid: int) -> int:
+        return self._spec_ids + pid
+
+    def _belongs(self, slot: int, pid: int) -> Value:
+        """Whether ``slot`` holds a branch of process ``pid`` (its validity aside)."""
+        if slot < self._spec_ids:
+            return self.entries[slot].pid == pid
+        return Value.cast(slot == self._process_slot(pid))
+
+    def elaborate(self, platform):
+        m = Module()
+        due, killed = self._resolve(m)
+        self._per_process(m)
+        allocated, arrival, reads_at_decode = self._arrival(m)
+        self._update_slots(m, due, killed, allocated, arrival, reads_at_decode)
+        return m
+
+    def _resolve(self, m: Module):
+        """Which slots resolve now and how, which IDs go free, which slots an older misprediction removes."""
+        spec_ids = self._spec_ids
+        due, outcome = [], []
+        for slot, entry in enumerate(self.entries):
+            due.append(_wire(m, self.valid[slot] & ~entry.waits.any() & (entry.timer == 0), f"due_{slot}"))
+            data_word = self.read_data[slot]
+            x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
+            outcome.append(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
+        # Every mispredicted ID, even one itself removed by an older one: whatever it would
+        # remove holds the older ID too, so the removals are the model's.
+        mispredicted = _wire(m, Cat(*(due[slot] & outcome[slot] for slot in range(spec_ids))), "mispredicted")
+        killed = [_wire(m, self.valid[slot] & (entry.mask & mispredicted).any(), f"killed_{slot}")
+                  for slot, entry in enumerate(self.entries)]
+        m.d.comb += self.resolving.eq(Cat(*(is_due & ~is_killed for is_due, is_killed in zip(due, killed))))
+        resolving = self.resolving
+        m.d.comb += [
+            self.taken.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(self._slot_count)))),
+            self.confirm.eq(Cat(*(resolving[slot] & ~outcome[slot] for slot in range(spec_ids)))),
+            self.squash.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(spec_ids)))),
+            # Every speculated slot that goes: confirmed, mispredicted, or removed.
+            self.freed_ids.eq(Cat(*(resolving[slot] | killed[slot] for slot in range(spec_ids)))),
+        ]
+        return due, killed
+
+    def _per_process(self, m: Module):
+        """Blocking, pending, redirect and restore of each process."""
+        spec_ids = self._spec_ids
+        for pid in range(self._processes):
+            own = self._process_slot(pid)
+            speculated = [self.valid[slot] & self._belongs(slot, pid) for slot in range(spec_ids)]
+            m.d.comb += [
+                self.blocked[pid].eq(self.valid[own]),
+                self.pending[pid].eq(self.valid[own] | Cat(*speculated).any()),
+            ]
+            # One-hot selections (AND-OR, no priority chain): at most one of each per process.
+            redirecting = [(self.taken[slot] & self._belongs(slot, pid), slot)
+                           for slot in [*range(spec_ids), own]]
+            restoring = [(self.squash[slot] & self._belongs(slot, pid), slot) for slot in range(spec_ids)]
+            restore = self.restore[pid]
+            m.d.comb += [
+                self.redirect[pid].eq(Cat(*(chosen for chosen, _ in redirecting)).any()),
+                self.redirect_pc[pid].eq(_one_hot(redirecting, lambda slot: self.entries[slot].target)),
+                restore.valid.eq(Cat(*(chosen for chosen, _ in restoring)).any()),
+                restore.slot.eq(_one_hot(restoring, lambda slot: slot)),
+                restore.mask.eq(_one_hot(restoring, lambda slot: self.entries[slot].mask)),
+            ]
+
+    def _arrival(self, m: Module):
+        """The slot decode fills, the record it lands as (before the retarget), and its read."""
+        new, spec_ids = self.alloc, self._spec_ids
+        register_read = new.kind == BranchKind.RR
+        waits_left = _wire(m, new.waits & ~self.broadcast, "arrival_waits_left")
+        arrival = Signal(self._layout)
+        m.d.comb += [
+            arrival.pid.eq(new.pid),
+            arrival.pc.eq(new.pc),
+            arrival.target.eq(new.target),
+            arrival.cond.eq(new.cond),
+            arrival.kind.eq(new.kind),
+            arrival.x.eq(new.x),
+            arrival.y.eq(new.y),
+            arrival.block.eq(Mux(register_read, 0, new.block)),
+            arrival.waits.eq(waits_left),
+            # RR resolves the next cycle; a memory read takes memory_latency from now.
+            arrival.timer.eq(Mux(register_read, 0, self._latency - 1)),
+            # Bits confirmed this cycle leave the new branch's mask too.
+            arrival.mask.eq(new.mask & ~self.confirm),
+        ]
+        allocated = []
+        for slot in range(self._slot_count):
+            if slot < spec_ids:
+                here = new.speculated & (new.spec_id == slot)
+            else:
+                here = ~new.speculated & (new.pid == slot - spec_ids)
+            allocated.append(_wire(m, new.valid & here, f"allocated_{slot}"))
+        reads_at_decode = _wire(m, ~register_read & ~waits_left.any(), "reads_at_decode")
+        m.d.sync += [
+            Assert(~(Cat(*allocated) & self.valid).any(), "branch allocated into a busy slot"),
+            Assert(~(new.valid & new.speculated & register_read), "speculated RR branch"),
+            Assert(~new.valid | ~Cat(*(restore.valid for restore in self.restore)).bit_select(new.pid, 1),
+                   "branch decoded in the cycle its process is squashed"),
+        ]
+        return allocated, arrival, reads_at_decode
+
+    def _retargeted(self, m: Module, block, name: str) -> tuple[Signal, Value]:
+        """Whether this cycle's retarget moves ``block``, and where it goes."""
+        tm, home = self.retarget_tm, self.retarget_home
+        hit = _wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
+        return hit, Mux(hit, block - tm.base + home.base, block)
+
+    def _update_slots(self, m: Module, due, killed, allocated, arrival, reads_at_decode):
+        """Next state of every slot, its memory read, and whether TM is still read."""
+        reads_tm = []
+        for slot, entry in enumerate(self.entries):
+            waits_left = _wire(m, entry.waits & ~self.broadcast, f"waits_left_{slot}")
+            wakes = _wire(m, self.valid[slot] & ~killed[slot] & entry.waits.any() & ~waits_left.any(),
+                          f"wakes_{slot}")
+            staying = Signal(self._layout, name=f"staying_{slot}")
+            m.d.comb += [staying.eq(entry), staying.waits.eq(waits_left),
+                         staying.mask.eq(entry.mask & ~self.confirm)]
+            with m.If(wakes):
+                m.d.comb += staying.timer.eq(self._latency - 1)
+            with m.Elif(~entry.waits.any() & (entry.timer != 0)):
+                m.d.comb += staying.timer.eq(entry.timer - 1)
+
+            incoming = Signal(self._layout, name=f"incoming_{slot}")
+            m.d.comb += incoming.eq(Mux(allocated[slot], arrival, staying))
+            if slot < self._spec_ids:
+                m.d.comb += incoming.x.eq(0)        # never RR: no X to keep
+            following = Signal(self._layout, name=f"next_{slot}")
+            stays = Signal(name=f"stays_{slot}")
+            moved, block = self._retargeted(m, incoming.block, f"retargeted_{slot}")
+            m.d.comb += [
+                following.eq(incoming),
+                following.block.eq(block),
+                stays.eq(allocated[slot] | (self.valid[slot] & ~due[slot] & ~killed[slot])),
+                self.read_valid[slot].eq(allocated[slot] & reads_at_decode | wakes),
+                self.read_block[slot].eq(Mux(allocated[slot], arrival.block, entry.block)),
+            ]
+            reading = stays & (incoming.kind != BranchKind.RR) & ~incoming.waits.any()
+            m.d.sync += [
+                Assert(~(reading & moved), "retarget of a block whose read is under way"),
+                self.entries[slot].eq(following),
+                self.valid[slot].eq(stays),
+            ]
+            reads_tm.append(stays & (following.block >= self._home_blocks))
+        m.d.comb += self.reads_tm.eq(Cat(*reads_tm).any())
