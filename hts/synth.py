@@ -73,6 +73,8 @@ _BLOCKS = {
     "memory_tracker": "hts.hdl.memory_tracker:MemoryTracker",
     "tlb": "hts.hdl.tlb:TaskLookupBuffer",
     "branch_unit": "hts.hdl.branch_unit:BranchUnit",
+    "dispatch": "hts.hdl.dispatch:DispatchArbiter",
+    "copy_back": "hts.hdl.copy_back:CopyBackEngine",
     "decode": "hts.hdl.decode:Decode",
     "window": "hts.hdl.window:DispatchWindow",
     "reservation_station": "hts.hdl.reservation_station:ReservationStation",

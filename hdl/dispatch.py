@@ -1,0 +1,113 @@
+"""Dispatch arbiter: the oldest offers of the reservation stations go to free accelerator instances.
+
+RTL of ``HTSModel._dispatch`` (``models/hts.py``); see docs/microarchitecture.md, "One
+cycle", step 5. Each station offers its oldest ready task; an offer is eligible when its
+class has a free instance. The ``hts.dispatch_width`` oldest eligible offers go, each to
+the lowest free instance of its class.
+
+The model sorts offers by decode sequence number. Here age comes from the memory
+tracker's age matrix: an offer's rank is the number of eligible offers older than it,
+and the offers of rank below ``dispatch_width`` are granted. Ranks are distinct, because
+offers carry distinct tags of tasks in flight, whose ages the matrix orders totally.
+"""
+
+from amaranth.hdl import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .asr import instance_numbering, occupy_layout
+from .layouts import task_layout
+
+__all__ = ["DispatchArbiter", "dispatch_trace_layout"]
+
+
+def dispatch_trace_layout(config: SystemConfig) -> data.StructLayout:
+    """One ``dispatch`` event: the task (its class is ``task.accel_class``) and its instance."""
+    return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": task_layout(config)})
+
+
+class DispatchArbiter(wiring.Component):
+    """Grants up to ``hts.dispatch_width`` station offers per cycle, oldest first.
+
+    Inputs (combinational, all on the state registered at the start of the cycle):
+
+    - ``offer_valid``, ``offer_task`` (in, from the reservation stations): per class,
+      whether the station offers its oldest ready task, and that task;
+    - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
+      is free, and the lowest free one (numbered within the class);
+    - ``older`` (in, from the memory tracker): its age matrix; ``older[j]`` bit ``i`` is
+      set when task ``i`` was decoded before task ``j``. Only rows and columns of offered
+      tags are read, and those tags are in flight, so stale bits of free tags do not
+      matter (and the tracker's ``valid`` is not needed).
+
+    Outputs (combinational; what they drive lands at the clock edge):
+
+    - ``take`` (out, to the stations): per class, the offer is granted and leaves;
+    - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
+    - ``deliver`` (out, to the accelerator shells): one ``task_layout`` stream per flat
+      instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the granted
+      task. The grant does not wait for ``ready``: the station and the ASR commit at the
+      same edge, so an instance the ASR reports free must accept. It does: a shell is
+      ready when idle and powered, and it is idle exactly when the ASR says free (both
+      turn busy at the dispatch edge and free at the grant or abort edge). The power
+      manager must therefore gate only instances it also keeps from being offered (e.g.
+      marked busy); a task delivered to an unpowered shell would be lost, its station
+      entry gone and its instance busy forever;
+    - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
+      of rank ``k`` (``valid``, ``instance`` within the class, ``task``), so the slots in
+      order are the model's ``dispatch`` events in order. Valid slots fill from slot 0.
+    """
+
+    def __init__(self, config: SystemConfig):
+        self._config = config
+        hts, task = config.hts, task_layout(config)
+        classes = len(config.accelerators)
+        super().__init__({
+            "offer_valid": In(classes),
+            "offer_task": In(data.ArrayLayout(task, classes)),
+            "has_free": In(classes),
+            "free_instance": In(data.ArrayLayout(config.widths.instance, classes)),
+            "older": In(data.ArrayLayout(hts.tracker_entries, hts.tracker_entries)),
+            "take": Out(classes),
+            "occupy": Out(data.ArrayLayout(occupy_layout(config), classes)),
+            "deliver": Out(stream.Signature(task)).array(len(instance_numbering(config))),
+            "trace": Out(data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width)),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        classes = range(len(config.accelerators))
+        # Named signals, so that each expression is built once and shared by its readers.
+        eligible = Signal(len(classes))
+        granted = Signal(len(classes))
+        ranks = [Signal(range(len(classes)), name=f"rank_{c}") for c in classes]
+        m.d.comb += eligible.eq(self.offer_valid & self.has_free)
+        for c in classes:
+            m.d.comb += [ranks[c].eq(self._rank(eligible, c)),
+                         granted[c].eq(eligible[c] & (ranks[c] < config.hts.dispatch_width))]
+
+        m.d.comb += self.take.eq(granted)
+        for c in classes:
+            m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
+
+        for flat, (c, instance) in enumerate(instance_numbering(config)):
+            port = self.deliver[flat]
+            m.d.comb += [port.valid.eq(granted[c] & (self.free_instance[c] == instance)),
+                         port.payload.eq(self.offer_task[c])]
+
+        for slot, event in enumerate(self.trace):
+            for c in classes:
+                with m.If(granted[c] & (ranks[c] == slot)):
+                    m.d.comb += [event.valid.eq(1), event.instance.eq(self.free_instance[c]),
+                                 event.task.eq(self.offer_task[c])]
+        return m
+
+    def _rank(self, eligible, c: int):
+        """How many eligible offers are older than the offer of class ``c``."""
+        row = self.older[self.offer_task[c].tag]
+        older = [eligible[d] & row.bit_select(self.offer_task[d].tag, 1)
+                 for d in range(len(self._config.accelerators)) if d != c]
+        return sum(older, start=0)
