@@ -21,7 +21,7 @@ from hts.isa import REGISTER_BITS
 
 from .layouts import task_layout
 
-__all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout"]
+__all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout", "word_address_width"]
 
 # A memory word is as wide as a register (np.int32 words in hts.models.memory).
 WORD_BITS = REGISTER_BITS
