@@ -182,3 +182,12 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
     assert "nextpnr: place and route" in result.stderr
     assert list(tmp_path.iterdir()) == []  # the work directory is gone
+
+
+@pytest.mark.slow
+def test_synth_of_a_block_with_simulation_asserts(tiny_config):
+    """The loop stack carries Amaranth asserts, written as SystemVerilog `assert`."""
+    result = hts("synth", "-c", "tiny", "--block", "loop_stack", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["ffs"] > 0 and report["fmax_mhz"] > 10
