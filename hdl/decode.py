@@ -20,7 +20,7 @@ from .gpr import GPRBank
 from .layouts import region_layout, task_layout, tracker_entry_layout
 from .loop_stack import LoopStack, loop_frame_layout
 from .task_queue import fetch_pc_width
-from .tlb import tlb_entry_layout
+from .tlb import tlb_request_layout
 
 __all__ = ["Decode", "Stall", "BranchKind", "branch_layout", "head_layout", "restore_layout"]
 
@@ -153,7 +153,7 @@ class Decode(wiring.Component):
             "tlb_alloc_tm_base": In(widths.phys_block),
             "tlb_branch_phys": In(widths.phys_block),
             "tlb_alloc": Out(1),
-            "tlb_alloc_entry": Out(tlb_entry_layout(config)),
+            "tlb_alloc_entry": Out(tlb_request_layout(config)),
             "window_append": Out(1),
             "window_task": Out(task_layout(config)),
             "branch": Out(branch_layout(config)),
@@ -400,7 +400,6 @@ class Decode(wiring.Component):
                 self.tlb_alloc_entry.home.eq(home_writes),
                 self.tlb_alloc_entry.mask.eq(mask),
                 self.tlb_alloc_entry.producer.eq(tag),
-                self.tlb_alloc_entry.tm_base.eq(self.tlb_alloc_tm_base),
             ]
 
     def _decode_branch(self, m, gprs, loops, chosen, head, word, mask, r_a, r_b, free_ids, new_id,

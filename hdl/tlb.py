@@ -14,7 +14,7 @@ from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, region_layout, tracker_entry_layout
 
-__all__ = ["TaskLookupBuffer", "tlb_entry_layout"]
+__all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
 
 
 def tlb_entry_layout(config: SystemConfig) -> data.StructLayout:
@@ -27,6 +27,12 @@ def tlb_entry_layout(config: SystemConfig) -> data.StructLayout:
         "producer": widths.tag,            # producer's tag, meaningful while not producer_done
         "producer_done": 1,
     })
+
+
+def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
+    """What decode supplies for a new entry; the TLB adds its TM base, not yet produced."""
+    return data.StructLayout({"pid": config.widths.pid, "home": region_layout(config),
+                              "mask": config.hts.spec_ids, "producer": config.widths.tag})
 
 
 class TaskLookupBuffer(wiring.Component):
@@ -47,8 +53,8 @@ class TaskLookupBuffer(wiring.Component):
 
     Updates from decode and the back end (land at the clock edge, in the model's order):
 
-    - ``alloc`` (in) with ``alloc_entry`` (in; its ``tm_base`` is ignored and replaced by
-      ``alloc_tm_base``): append an entry;
+    - ``alloc`` (in) with ``alloc_entry`` (in, ``tlb_request_layout``): append an entry at
+      ``alloc_tm_base``;
     - ``broadcast`` (in, from the CDB: tags broadcast or squashed this cycle): entries
       whose producer is among them learn that it is done;
     - ``confirm`` (in): speculation IDs cleared from every mask;
@@ -74,6 +80,7 @@ class TaskLookupBuffer(wiring.Component):
 
     def __init__(self, config: SystemConfig):
         hts = config.hts
+        self._config = config
         self._count = hts.tlb_entries
         self._home_blocks = config.memory.blocks
         self._tm_blocks = hts.tm_blocks
@@ -93,7 +100,7 @@ class TaskLookupBuffer(wiring.Component):
             "has_room": Out(1),
             "alloc_tm_base": Out(config.widths.phys_block),
             "alloc": In(1),
-            "alloc_entry": In(entry),
+            "alloc_entry": In(tlb_request_layout(config)),
             "broadcast": In(hts.tracker_entries),
             "confirm": In(hts.spec_ids),
             "drop": In(hts.spec_ids),
@@ -128,8 +135,11 @@ class TaskLookupBuffer(wiring.Component):
 
         # End of cycle: update every entry (the one decode appends included), then compact
         # the survivors, oldest first.
-        new_entry = Signal.like(self.alloc_entry)
-        m.d.comb += [new_entry.eq(self.alloc_entry), new_entry.tm_base.eq(self.alloc_tm_base)]
+        new_entry = Signal(tlb_entry_layout(self._config))
+        request = self.alloc_entry
+        m.d.comb += [new_entry.pid.eq(request.pid), new_entry.home.eq(request.home),
+                     new_entry.mask.eq(request.mask), new_entry.producer.eq(request.producer),
+                     new_entry.tm_base.eq(self.alloc_tm_base)]
         candidates = [*zip(self.entries, self.valid, self.remove), (new_entry, self.alloc, Const(0))]
         updated = [Signal.like(new_entry, name=f"updated{i}") for i in range(count + 1)]
         survives = Signal(count + 1)

@@ -11,7 +11,7 @@ import dataclasses
 import random
 from types import SimpleNamespace
 
-from rtl_sim import region_value
+from rtl_sim import drive_retarget, region_value
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
@@ -181,11 +181,7 @@ def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int], 
     ctx.set(dut.squash, squash)
     ctx.set(dut.confirm, confirm)
     ctx.set(dut.broadcast, sum(1 << tag for tag in released))
-    ctx.set(dut.retarget, retarget is not None)
-    if retarget is not None:
-        ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
-        ctx.set(dut.retarget_home, region_value(retarget.home))
-        ctx.set(dut.retarget_producer, retarget.producer)
+    drive_retarget(ctx, dut, retarget)
 
 
 def assert_contents(ctx, dut, tasks, where: str):

@@ -3,9 +3,10 @@
 import os
 import random
 
+import pytest
 from amaranth.sim import Simulator
 
-__all__ = ["run", "seeds", "region_value"]
+__all__ = ["run", "seeds", "region_value", "drive_retarget", "assert_caught"]
 
 
 def run(dut, bench, waves: str | None = None):
@@ -32,3 +33,28 @@ def seeds(count: int) -> list[random.Random]:
 
 def region_value(region: tuple[int, int]) -> dict:
     return {"base": region[0], "blocks": region[1]}
+
+
+def drive_retarget(ctx, dut, retarget):
+    """A retarget of TLB entry ``retarget`` (or none) on a block's retarget inputs.
+
+    Blocks that rewrite by producer tag have ``retarget_producer``; the others ignore it.
+    """
+    ctx.set(dut.retarget, retarget is not None)
+    if retarget is None:
+        return
+    ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
+    ctx.set(dut.retarget_home, region_value(retarget.home))
+    if hasattr(dut, "retarget_producer"):
+        ctx.set(dut.retarget_producer, retarget.producer)
+
+
+def assert_caught(dut, ports, match: str):
+    """Raising ``ports`` together for one cycle trips the block's simulation assert."""
+    async def bench(ctx):
+        for port in ports:
+            ctx.set(getattr(dut, port), 1)
+        await ctx.tick()
+
+    with pytest.raises(AssertionError, match=match):
+        run(dut, bench)

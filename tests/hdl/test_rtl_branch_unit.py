@@ -14,7 +14,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from rtl_sim import region_value, run
+from rtl_sim import drive_retarget, region_value, run
 
 from hts.config import load_config
 from hts.hdl.branch_unit import BranchUnit, slot_layout
@@ -282,10 +282,8 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
 
             # Step 4 and end of cycle: a retarget, wake-ups and reads.
             retarget = retarget_for(released) if rng.random() < 0.3 else None
-            ctx.set(dut.retarget, retarget is not None)
+            drive_retarget(ctx, dut, retarget)
             if retarget is not None:
-                ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
-                ctx.set(dut.retarget_home, region_value(retarget.home))
                 model.tlb.entries.append(retarget)
                 model._retargeted = retarget
                 seen["retargeted"] += sum(retarget.tm_base <= b.block < retarget.tm_base + retarget.home[1]

@@ -237,12 +237,12 @@ def test_copy_back_matches_model(request, system, seed):
             queued_tags = {task.tag for task in model.window.tasks}
 
             # Complete: runs finishing now take CDB tickets; some tickets are granted.
-            for run in [run for run in model.in_progress if run.finishes == t]:
-                model.in_progress.remove(run)
-                model.cdb.tickets.append(run)
-            granted = [run for run in model.cdb.tickets if rng.random() < 0.5]
-            for run in granted:
-                model.cdb.tickets.remove(run)
+            for running in [running for running in model.in_progress if running.finishes == t]:
+                model.in_progress.remove(running)
+                model.cdb.tickets.append(running)
+            granted = [running for running in model.cdb.tickets if rng.random() < 0.5]
+            for running in granted:
+                model.cdb.tickets.remove(running)
 
             # Copy-back and retarget, on last cycle's stall reasons (phases of demand).
             if t % 40 == 0:
@@ -374,9 +374,9 @@ def test_copy_back_matches_model(request, system, seed):
             await ctx.tick()
 
             assert ctx.get(engine.copying) == (model.copyback is not None), where
-            for run in model.in_progress + model.cdb.tickets:
-                writes = ctx.get(shells[run.instance].current.writes)
-                assert (writes.base, writes.blocks) == run.task.writes, f"{where}, instance {run.instance}"
+            for running in model.in_progress + model.cdb.tickets:
+                writes = ctx.get(shells[running.instance].current.writes)
+                assert (writes.base, writes.blocks) == running.task.writes, f"{where}, instance {running.instance}"
             if finished is not None:
                 assert [entry for entry in memory.log if entry[0] >= copy_started.cycle] == \
                     expected_beats(config, copy_started), where

@@ -96,9 +96,9 @@ def test_dispatch_matches_model(request, system, seed):
                 finish_rate = rng.choice([0.05, 0.2, 0.5])
             # What the start of the cycle holds: completions of earlier cycles have freed
             # instances and tags, new tasks have reached the stations, waits were cleared.
-            for run in list(model.asr.running()):
+            for running in list(model.asr.running()):
                 if rng.random() < finish_rate:
-                    model.asr.release(run.task.class_index, run.instance)
+                    model.asr.release(running.task.class_index, running.instance)
             for station in model.stations:
                 for task in station.tasks:
                     if rng.random() < 0.3:

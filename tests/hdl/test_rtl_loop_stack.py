@@ -4,7 +4,7 @@ import dataclasses
 import random
 
 import pytest
-from rtl_sim import run
+from rtl_sim import assert_caught, run
 
 from hts.hdl.loop_stack import LoopStack, loop_frame_layout
 from hts.models.loop_stack import LoopFrame, LoopStack as Model
@@ -75,15 +75,7 @@ def test_loop_stack_matches_model(request, preset, seed):
 @pytest.mark.parametrize("misuse", [("push", "pop"), ("restore_en", "push"), ("pop",), ("replace",)])
 def test_misuse_is_caught(tiny_config, misuse):
     """Two operations in one cycle, or popping or replacing on an empty stack."""
-    dut = LoopStack(tiny_config)
-
-    async def bench(ctx):
-        for port in misuse:
-            ctx.set(getattr(dut, port), 1)
-        await ctx.tick()
-
-    with pytest.raises(AssertionError, match="loop stack"):
-        run(dut, bench)
+    assert_caught(LoopStack(tiny_config), misuse, "loop stack")
 
 
 def test_overflow_is_caught(tiny_config):

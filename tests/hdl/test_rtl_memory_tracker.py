@@ -10,7 +10,7 @@ from collections import Counter
 from types import SimpleNamespace
 
 import pytest
-from rtl_sim import region_value, run
+from rtl_sim import drive_retarget, region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
 from hts.models.hts import HTSModel
@@ -105,11 +105,7 @@ def test_tracker_matches_model(request, preset, seed):
             ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(new_reads),
                                       "writes": region_value(writes)})
             ctx.set(dut.release, sum(1 << tag for tag in released))
-            ctx.set(dut.retarget, retarget is not None)
-            if retarget is not None:
-                ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
-                ctx.set(dut.retarget_home, region_value(retarget.home))
-                ctx.set(dut.retarget_producer, retarget.producer)
+            drive_retarget(ctx, dut, retarget)
             await ctx.tick()
             if allocate:
                 tag = model.free_tag()
