@@ -1,5 +1,5 @@
 """Amaranth RTL of the HTS and its accelerator shells.
 
-Empty so far: the RTL is built after the reference models (see the issue tracker); its
-blocks will carry the same module names as their models in ``hts.models``.
+One component per hardware block, with the module name of its cycle model in
+``hts.models``; docs/hardware.md lists them and what is still to build (the top level).
 """
