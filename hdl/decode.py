@@ -9,7 +9,7 @@ and, if nothing stalls it, written to the window; an ``if`` goes to the branch u
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,7 +84,11 @@ class Decode(wiring.Component):
 
     - ``head`` (in): the queue head at the start of the cycle; ``exhausted`` (in): queue
       empty and fetch PC past the program;
-    - ``done`` (in, from the top level): the process has ended;
+    - ``done`` (in, from the top level): the process has ended, or has not been started;
+    - ``start`` (in, from the CPU port): the process starts: at the edge its GPRs, loop
+      stack, mask, skip depth and fault flag go back to their reset values;
+    - ``drained`` (out, to the top level's retire logic and the copy-back engine's
+      ``wanted``): queue exhausted, no pending branch, not skipping (start-of-cycle);
     - ``blocked`` (in, from the branch unit): an unspeculated branch was pending at the
       start of the cycle; ``pending`` (in): any branch was;
     - ``restore`` (in, from the branch unit): a branch of the process was mispredicted
@@ -123,6 +127,8 @@ class Decode(wiring.Component):
             "head": In(data.ArrayLayout(head_layout(config), processes)),
             "exhausted": In(processes),
             "done": In(processes),
+            "start": In(processes),
+            "drained": Out(processes),
             "blocked": In(processes),
             "pending": In(processes),
             "restore": In(data.ArrayLayout(restore_layout(config), processes)),
@@ -170,8 +176,9 @@ class Decode(wiring.Component):
         processes = hts.processes
         gprs, loops = self.gprs, self.loops
         for pid in range(processes):
-            m.submodules[f"gpr{pid}"] = gprs[pid]
-            m.submodules[f"loops{pid}"] = loops[pid]
+            # A started process begins from reset state, as the model's fresh context does.
+            m.submodules[f"gpr{pid}"] = ResetInserter(self.start[pid])(gprs[pid])
+            m.submodules[f"loops{pid}"] = ResetInserter(self.start[pid])(loops[pid])
         spec_mask = Signal(data.ArrayLayout(hts.spec_ids, processes))
         skip_depth = Signal(data.ArrayLayout(range(hts.loop_depth + 1), processes))
         free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
@@ -192,7 +199,8 @@ class Decode(wiring.Component):
         # ---- arbitration: the first eligible process after the last one picked --------
         reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
         for pid in range(processes):
-            drained = self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0)
+            drained = self.drained[pid]
+            m.d.comb += drained.eq(self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0))
             with m.If(self.done[pid]):
                 m.d.comb += reason[pid].eq(Stall.DONE)
             with m.Elif(faulted[pid]):
@@ -333,7 +341,9 @@ class Decode(wiring.Component):
         m.d.sync += free_ids.eq((free_ids & ~allocated_ids) | self.freed_ids)
         for pid in range(processes):
             restore = self.restore[pid]
-            with m.If(restore.valid):
+            with m.If(self.start[pid]):
+                m.d.sync += [spec_mask[pid].eq(0), skip_depth[pid].eq(0), faulted.bit_select(pid, 1).eq(0)]
+            with m.Elif(restore.valid):
                 m.d.comb += [gprs[pid].restore_en.eq(1), gprs[pid].restore_slot.eq(restore.slot),
                              loops[pid].restore_en.eq(1), loops[pid].restore_slot.eq(restore.slot)]
                 m.d.sync += [spec_mask[pid].eq(restore.mask & ~self.confirm), skip_depth[pid].eq(0)]

@@ -48,7 +48,9 @@ class MemoryTracker(wiring.Component):
 
     - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions and pid;
     - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
-      task ``j`` (both valid).
+      task ``j`` (both valid);
+    - ``holds_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some entry
+      still reads or writes TM (combinational, on the state the edge will register).
     """
 
     def __init__(self, config: SystemConfig):
@@ -74,7 +76,9 @@ class MemoryTracker(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
             "older": Out(data.ArrayLayout(count, count)),
+            "holds_tm": Out(1),
         })
+        self._home_blocks = config.memory.blocks
 
     def elaborate(self, platform):
         m = Module()
@@ -100,12 +104,16 @@ class MemoryTracker(wiring.Component):
 
         allocated = Signal(count)
         remaining = self.valid & ~self.release
+        in_tm = []
         for tag in range(count):
             landing = Signal.like(self.alloc_entry, name=f"landing_{tag}")
             m.d.comb += landing.eq(self.entries[tag])
             with m.If(self.alloc & (self.free_tag == tag)):
                 m.d.comb += landing.eq(self.alloc_entry)
-            m.d.sync += self.entries[tag].eq(self._retargeted(m, tag, landing))
+            following = self._retargeted(m, tag, landing)
+            m.d.sync += self.entries[tag].eq(following)
+            in_tm.append((remaining[tag] | allocated[tag]) & (self._in_tm(following.reads) | self._in_tm(following.writes)))
+        m.d.comb += self.holds_tm.eq(Cat(*in_tm).any())
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)
             for tag in range(count):
@@ -116,6 +124,9 @@ class MemoryTracker(wiring.Component):
                     m.d.sync += self.older[tag].eq(self.older[tag] & ~allocated)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
+
+    def _in_tm(self, region):
+        return (region.blocks != 0) & (region.base >= self._home_blocks)
 
     def _retargeted(self, m: Module, tag: int, entry):
         """``entry`` (for ``tag``) with this cycle's retarget applied.

@@ -24,6 +24,7 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
     return {
         "squash": In(hts.spec_ids),
         "squashed_tags": Out(hts.tracker_entries),
+        "queued_tags": Out(hts.tracker_entries),
         "confirm": In(hts.spec_ids),
         "broadcast": In(hts.tracker_entries),
         "retarget": In(1),
@@ -56,6 +57,8 @@ class AgeQueue(wiring.Component):
       Every entry whose ``mask`` meets it is removed at once: it neither moves on this
       cycle nor stays;
     - ``squashed_tags`` (out, to the top level): the tags of those entries, to free;
+    - ``queued_tags`` (out, to the copy-back engine): the tags of every entry at the
+      start of the cycle (their producers have not started writing back);
     - ``confirm`` (in, from the branch unit): speculation IDs predicted right, cleared
       from every mask at the edge;
     - ``broadcast`` (in, from the top level): every tag released this cycle (the CDB
@@ -97,6 +100,7 @@ class AgeQueue(wiring.Component):
         m.d.comb += [
             self.room.eq(self._capacity - self.count),
             self.squashed_tags.eq(self._tag_set(squashed)),
+            self.queued_tags.eq(self._tag_set(valid)),
         ]
         movable = [valid[index] & ~squashed[index] for index in range(self._capacity)]
         departing = self._departures(m, movable)

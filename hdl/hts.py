@@ -1,0 +1,371 @@
+"""The HTS top level: every scheduler block, the accelerator shells, and the CPU port.
+
+RTL of ``HTSModel`` (``models/hts.py``) with ``scheduler="hts"`` (``hts.speculation``
+on) or ``"hts-nospec"`` (off). docs/hardware.md, "How the top level wires the blocks",
+lists the signals that cross blocks, in the order of the model's stages; this module
+is that table. The blocks themselves hold the timing; what is decided here is
+which set of tags, IDs and instances each block hears of:
+
+- *broadcast*: the tags of the tasks the CDB grants this cycle. Decode ignores them
+  (the tracker's ``ignoring``), so a task decoded now does not wait for them;
+- *released*: broadcast, plus the tags of the tasks a squash removes from the window
+  and the stations, plus the tags of the running tasks it aborts. They leave the
+  tracker and every waiting set at the edge;
+- *aborted*: instances holding a task under a mispredicted ID that the CDB does not
+  grant this cycle (a grant goes first: the model completes before it squashes).
+
+Retirement is here too: a started process whose queue is exhausted, with no pending
+branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
+on the notification bus.
+"""
+
+import operator
+from functools import reduce
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+from hts.isa import REGISTER_BITS, Instruction
+
+from .accelerator import AcceleratorShell, LatencyCore, dma_signature
+from .asr import AcceleratorStatus, instance_numbering
+from .branch_unit import BranchUnit
+from .cdb import CommonDataBus
+from .copy_back import CopyBackEngine
+from .decode import Decode, Stall
+from .dispatch import DispatchArbiter
+from .memory_tracker import MemoryTracker
+from .reservation_station import ReservationStation
+from .task_queue import TaskQueue, fetch_pc_width
+from .tlb import TaskLookupBuffer
+from .trace import trace_layout
+from .window import DispatchWindow
+
+__all__ = ["HTS", "cpu_signature", "branch_read_signature"]
+
+
+def cpu_signature(config: SystemConfig) -> wiring.Signature:
+    """The CPU's port into the scheduler, as seen from the CPU.
+
+    - ``load`` (out): ``valid``, ``pid``, ``addr``, ``word``: write one program word of a
+      process that is not running;
+    - ``length`` (out): ``valid``, ``pid``, ``words``: the program's length (fetch stops
+      there), set before the start;
+    - ``start`` (out): one bit per process; those set start together. The cycle after
+      the start is the model's cycle 0 for them: fetch begins at word 0, and GPRs, loop
+      stack and speculation state start from reset;
+    - ``running`` (in): per process, started and not yet ended;
+    - ``ended`` (in): per process, a one-cycle pulse when it ends: every task done and
+      every speculative result home (the paper's notification bus; the model's ``end``);
+    - ``fault`` (in): ``valid``, ``pid``, ``pc`` of a task on the committed path whose
+      indirect region lies past the end of memory. The process stops there and never
+      ends (the model reports the same as an error at the source line).
+    """
+    hts, widths = config.hts, config.widths
+    return wiring.Signature({
+        "load": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "addr": widths.pc, "word": Instruction})),
+        "length": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "words": fetch_pc_width(config)})),
+        "start": Out(hts.processes),
+        "running": In(hts.processes),
+        "ended": In(hts.processes),
+        "fault": In(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
+    })
+
+
+def branch_read_signature(config: SystemConfig) -> wiring.Signature:
+    """Memory branches' reads, one lane per branch-unit slot, as seen from the scheduler.
+
+    ``valid[i]`` with ``block[i]`` (out) asks for the first word of a (physical) block;
+    the memory answers on ``data[i]`` (in) exactly ``timing.memory_latency`` cycles later,
+    with the word as it stands in that cycle (``hts.hdl.branch_unit``, *Memory reads*).
+    """
+    slots = config.hts.spec_ids + config.hts.processes
+    return wiring.Signature({
+        "valid": Out(slots),
+        "block": Out(data.ArrayLayout(config.widths.phys_block, slots)),
+        "data": In(data.ArrayLayout(REGISTER_BITS, slots)),
+    })
+
+
+def _tag_set(chosen, tags, count: int):
+    """One bit per tag: the ``tags[i]`` whose ``chosen[i]`` is set."""
+    return reduce(operator.or_, (Mux(bit, 1 << tag, 0) for bit, tag in zip(chosen, tags)), Const(0, count))
+
+
+class HTS(wiring.Component):
+    """The hardware task scheduler with its accelerator instances.
+
+    Ports:
+
+    - ``cpu`` (in, :func:`cpu_signature`): program load, start, end notification, fault;
+    - ``branch_read`` (out, :func:`branch_read_signature`): the branch unit's memory reads;
+    - ``copyback_tm``, ``copyback_home`` (out, :func:`hts.hdl.accelerator.dma_signature`):
+      the copy-back engine's reads of TM and writes home (``hts.hdl.copy_back``);
+    - ``accel_dma`` (out, one :func:`~hts.hdl.accelerator.dma_signature` per flat
+      instance): each accelerator core's memory master port;
+    - ``trace`` (out, :func:`hts.hdl.trace.trace_layout`): this cycle's events.
+
+    ``core`` builds the core of each instance from ``(config, class_index)``; the
+    default, :class:`hts.hdl.accelerator.LatencyCore`, takes the configured latency.
+    The blocks are public attributes, for tests and for the synthesis report.
+    """
+
+    def __init__(self, config: SystemConfig, core=LatencyCore):
+        self._config = config
+        hts = config.hts
+        self._instances = instance_numbering(config)
+        super().__init__({
+            "cpu": In(cpu_signature(config)),
+            "branch_read": Out(branch_read_signature(config)),
+            "copyback_tm": Out(dma_signature(config)),
+            "copyback_home": Out(dma_signature(config)),
+            "accel_dma": Out(dma_signature(config)).array(len(self._instances)),
+            "trace": Out(trace_layout(config)),
+        })
+        self.queues = [TaskQueue(config) for _ in range(hts.processes)]
+        self.decode = Decode(config)
+        self.tracker = MemoryTracker(config)
+        self.tlb = TaskLookupBuffer(config)
+        self.window = DispatchWindow(config)
+        self.stations = [ReservationStation(config) for _ in config.accelerators]
+        self.arbiter = DispatchArbiter(config)
+        self.asr = AcceleratorStatus(config)
+        self.cdb = CommonDataBus(config)
+        self.branch_unit = BranchUnit(config)
+        self.copy_back = CopyBackEngine(config)
+        self.shells = [AcceleratorShell(config, core(config, class_index)) for class_index, _ in self._instances]
+
+    def elaborate(self, platform):
+        m = Module()
+        config = self._config
+        tags = config.hts.tracker_entries
+        decode, tracker, tlb, window = self.decode, self.tracker, self.tlb, self.window
+        stations, arbiter, asr, cdb = self.stations, self.arbiter, self.asr, self.cdb
+        branch_unit, copy_back, shells = self.branch_unit, self.copy_back, self.shells
+        for pid, queue in enumerate(self.queues):
+            m.submodules[f"queue{pid}"] = queue
+        m.submodules.decode = decode
+        m.submodules.tracker = tracker
+        m.submodules.tlb = tlb
+        m.submodules.window = window
+        for class_index, station in enumerate(stations):
+            m.submodules[f"station{class_index}"] = station
+        m.submodules.arbiter = arbiter
+        m.submodules.asr = asr
+        m.submodules.cdb = cdb
+        m.submodules.branch_unit = branch_unit
+        m.submodules.copy_back = copy_back
+        for flat, shell in enumerate(shells):
+            m.submodules[f"shell{flat}"] = shell
+
+        # ---- completion, squash and the tag sets every block hears of ---------------------
+        held_tags = [shell.current.tag for shell in shells]
+        aborted = Signal(len(shells))
+        broadcast = Signal(tags)
+        released = Signal(tags)
+        squashed = Signal(tags)
+        m.d.comb += [
+            cdb.finished.eq(Cat(*(shell.done for shell in shells))),
+            aborted.eq(Cat(*(shell.busy & (shell.current.mask & branch_unit.squash).any() for shell in shells))
+                       & ~cdb.grant),
+            cdb.abort.eq(aborted),
+            asr.release.eq(cdb.grant | aborted),
+            broadcast.eq(_tag_set(cdb.grant, held_tags, tags)),
+            squashed.eq(reduce(operator.or_, (station.squashed_tags for station in stations),
+                               window.squashed_tags)),
+            released.eq(broadcast | squashed | _tag_set(aborted, held_tags, tags)),
+        ]
+        for flat, shell in enumerate(shells):
+            m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
+                         shell.power_enable.eq(1), shell.confirm.eq(branch_unit.confirm),
+                         shell.retarget.eq(copy_back.shell_retarget[flat])]
+            wiring.connect(m, arbiter.deliver[flat], shell.task)
+            wiring.connect(m, shell.dma, wiring.flipped(self.accel_dma[flat]))
+
+        # ---- end-of-cycle updates of every block that holds tasks or branches -------------
+        retarget = {name: getattr(copy_back, name) for name in
+                    ("retarget", "retarget_tm", "retarget_home", "retarget_producer")}
+        for queue in [window, *stations]:
+            m.d.comb += [queue.squash.eq(branch_unit.squash), queue.confirm.eq(branch_unit.confirm),
+                         queue.broadcast.eq(released)]
+            m.d.comb += [getattr(queue, name).eq(value) for name, value in retarget.items()]
+        m.d.comb += [getattr(tracker, name).eq(value) for name, value in retarget.items()]
+        m.d.comb += [getattr(branch_unit, name).eq(retarget[name])
+                     for name in ("retarget", "retarget_tm", "retarget_home")]
+        m.d.comb += [
+            tracker.release.eq(released),
+            tracker.ignoring.eq(broadcast),
+            branch_unit.broadcast.eq(released),
+            tlb.broadcast.eq(released),
+            tlb.confirm.eq(branch_unit.confirm),
+            tlb.drop.eq(branch_unit.squash),
+            tlb.remove.eq(copy_back.remove),
+            tlb.tm_idle.eq(~tracker.holds_tm & ~branch_unit.reads_tm),
+        ]
+
+        # ---- dispatch and issue -------------------------------------------------------------
+        m.d.comb += [
+            arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
+            arbiter.has_free.eq(asr.has_free),
+            arbiter.free_instance.eq(asr.free_instance),
+            arbiter.older.eq(tracker.older),
+            asr.occupy.eq(arbiter.occupy),
+        ]
+        for class_index, station in enumerate(stations):
+            m.d.comb += [
+                arbiter.offer_task[class_index].eq(station.offer_task),
+                station.take.eq(arbiter.take[class_index]),
+                window.station_room[class_index].eq(station.room),
+                station.insert_task.eq(window.issue_task),
+                station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
+                                              for valid, task in zip(window.issue_valid, window.issue_task)))),
+            ]
+
+        # ---- copy-back engine and TLB choices ----------------------------------------------
+        self._copy_back(m)
+
+        # ---- front end: CPU port, task queues, decode, branch unit -------------------------
+        retiring = self._front_end(m)
+
+        # ---- trace ----------------------------------------------------------------------------
+        trace = self.trace
+        m.d.comb += [
+            trace.end.eq(retiring),
+            trace.complete.eq(cdb.grant),
+            trace.abort.eq(aborted),
+            trace.branch_resolving.eq(branch_unit.resolving),
+            trace.branch_taken.eq(branch_unit.taken),
+            trace.squash.eq(branch_unit.squash),
+            trace.squashed_tags.eq(squashed),
+            trace.retarget.eq(copy_back.trace_retarget),
+            trace.copyback.eq(copy_back.trace_copyback),
+            trace.dispatch.eq(arbiter.trace),
+            trace.decode.valid.eq(decode.window_append),
+            trace.decode.task.eq(decode.window_task),
+        ]
+        for flat, shell in enumerate(shells):
+            held = trace.held[flat]
+            m.d.comb += [held.pid.eq(shell.current.pid), held.pc.eq(shell.current.pc), held.tag.eq(shell.current.tag)]
+        for slot, entry in enumerate(branch_unit.entries):
+            view = trace.branches[slot]
+            m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
+        for issued, valid, task in zip(trace.issue, window.issue_valid, window.issue_task):
+            m.d.comb += [issued.valid.eq(valid), issued.pid.eq(task.pid), issued.pc.eq(task.pc),
+                         issued.tag.eq(task.tag)]
+        return m
+
+    def _copy_back(self, m: Module):
+        """The engine's inputs: TLB choices, what may still be retargeted, whether a copy is wanted."""
+        copy_back, tlb, tracker, decode = self.copy_back, self.tlb, self.tracker, self.decode
+        for name in ("copy_valid", "copy_entry", "retarget_valid", "retarget_index", "retarget_entry"):
+            m.d.comb += getattr(copy_back, name).eq(getattr(tlb, name))
+        m.d.comb += [
+            copy_back.tlb_valid.eq(tlb.valid),
+            copy_back.tlb_entries.eq(tlb.entries),
+            tlb.retargetable_tags.eq(copy_back.retargetable_tags),
+            tlb.tracker_valid.eq(tracker.valid),
+            tlb.tracker_entries.eq(tracker.entries),
+            copy_back.queued_tags.eq(reduce(operator.or_, (station.queued_tags for station in self.stations),
+                                            self.window.queued_tags)),
+        ]
+        for flat, (shell, view) in enumerate(zip(self.shells, copy_back.shells)):
+            delivered = self.arbiter.deliver[flat]
+            m.d.comb += [view.busy.eq(shell.busy), view.writeback_started.eq(shell.writeback_started),
+                         view.tag.eq(shell.current.tag), view.delivered.eq(delivered.valid),
+                         view.delivered_tag.eq(delivered.payload.tag)]
+        wiring.connect(m, copy_back.tm_port, wiring.flipped(self.copyback_tm))
+        wiring.connect(m, copy_back.home_port, wiring.flipped(self.copyback_home))
+
+        # Wanted: a process stalled on the TLB last cycle (a registered stall reason), or a
+        # drained process still has TLB entries.
+        stalled_on_tlb = Signal()
+        m.d.sync += stalled_on_tlb.eq(Cat(*((reason == Stall.TLB_FULL) | (reason == Stall.TLB_CONFLICT)
+                                            for reason in decode.stall)).any())
+        drained_with_entries = [decode.drained[pid] & self._tlb_holds(pid) for pid in range(len(self.queues))]
+        m.d.comb += copy_back.wanted.eq(stalled_on_tlb | Cat(*drained_with_entries).any())
+
+    def _tlb_holds(self, pid: int):
+        return Cat(*(valid & (entry.pid == pid) for valid, entry in zip(self.tlb.valid, self.tlb.entries))).any()
+
+    def _tracker_holds(self, pid: int):
+        return Cat(*(valid & (entry.pid == pid)
+                     for valid, entry in zip(self.tracker.valid, self.tracker.entries))).any()
+
+    def _front_end(self, m: Module) -> Signal:
+        """CPU port, task queues, decode and branch unit; returns the processes ending now."""
+        config, cpu = self._config, self.cpu
+        decode, tracker, tlb, branch_unit = self.decode, self.tracker, self.tlb, self.branch_unit
+        processes = config.hts.processes
+        active = Signal(processes)
+        retiring = Signal(processes)
+        lengths = Signal(data.ArrayLayout(fetch_pc_width(config), processes))
+        for pid, queue in enumerate(self.queues):
+            m.d.comb += retiring[pid].eq(active[pid] & decode.drained[pid] & ~self._tracker_holds(pid)
+                                         & ~self._tlb_holds(pid))
+            with m.If(cpu.length.valid & (cpu.length.pid == pid)):
+                m.d.sync += lengths[pid].eq(cpu.length.words)
+            redirect = branch_unit.redirect[pid]
+            m.d.comb += [
+                queue.load_en.eq(cpu.load.valid & (cpu.load.pid == pid)),
+                queue.load_addr.eq(cpu.load.addr),
+                queue.load_data.eq(cpu.load.word),
+                queue.program_len.eq(lengths[pid]),
+                queue.start.eq(cpu.start[pid]),
+                queue.pop.eq(decode.pop[pid]),
+                # Never both: a process does not decode in the cycle its branch resolves.
+                queue.redirect.eq(decode.redirect[pid] | redirect),
+                queue.redirect_pc.eq(Mux(redirect, branch_unit.redirect_pc[pid], decode.redirect_pc[pid])),
+                decode.head[pid].valid.eq(queue.head_valid),
+                decode.head[pid].pc.eq(queue.head_pc),
+                decode.head[pid].word.eq(queue.head_word),
+                decode.exhausted[pid].eq(queue.exhausted),
+            ]
+        m.d.sync += active.eq(active & ~retiring | cpu.start)
+        m.d.comb += [
+            cpu.running.eq(active),
+            cpu.ended.eq(retiring),
+            cpu.fault.eq(decode.fault),
+            decode.start.eq(cpu.start),
+            # An ending process is done in its end cycle already, as in the model.
+            decode.done.eq(~active | retiring),
+            decode.blocked.eq(branch_unit.blocked),
+            decode.pending.eq(branch_unit.pending),
+            decode.restore.eq(branch_unit.restore),
+            decode.confirm.eq(branch_unit.confirm),
+            decode.freed_ids.eq(branch_unit.freed_ids),
+            decode.window_has_room.eq(self.window.room != 0),
+            branch_unit.alloc.eq(decode.branch),
+            self.window.append.eq(decode.window_append),
+            self.window.append_task.eq(decode.window_task),
+            # Tracker: decode's look-ups and allocation.
+            tracker.query_reads.eq(decode.tracker_query_reads),
+            tracker.query_writes.eq(decode.tracker_query_writes),
+            tracker.branch_block.eq(decode.tracker_branch_block),
+            decode.tracker_depends.eq(tracker.depends),
+            decode.tracker_writers.eq(tracker.writers),
+            decode.tracker_has_free.eq(tracker.has_free),
+            decode.tracker_free_tag.eq(tracker.free_tag),
+            tracker.alloc.eq(decode.tracker_alloc),
+            tracker.alloc_entry.eq(decode.tracker_alloc_entry),
+            # TLB: decode's look-ups and allocation.
+            tlb.read_region.eq(decode.tlb_read_region),
+            tlb.write_region.eq(decode.tlb_write_region),
+            tlb.branch_block.eq(decode.tlb_branch_block),
+            tlb.alloc_blocks.eq(decode.tlb_alloc_blocks),
+            decode.tlb_read_hit.eq(tlb.read_hit),
+            decode.tlb_read_exact.eq(tlb.read_exact),
+            decode.tlb_read_tm_base.eq(tlb.read_tm_base),
+            decode.tlb_write_hit.eq(tlb.write_hit),
+            decode.tlb_has_room.eq(tlb.has_room),
+            decode.tlb_alloc_tm_base.eq(tlb.alloc_tm_base),
+            decode.tlb_branch_phys.eq(tlb.branch_phys),
+            tlb.alloc.eq(decode.tlb_alloc),
+            tlb.alloc_entry.eq(decode.tlb_alloc_entry),
+            # Branch reads go straight to the memory port.
+            self.branch_read.valid.eq(branch_unit.read_valid),
+            self.branch_read.block.eq(branch_unit.read_block),
+            branch_unit.read_data.eq(self.branch_read.data),
+        ]
+        return retiring
