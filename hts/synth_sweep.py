@@ -24,6 +24,8 @@ __all__ = ["SWEEPS", "with_value", "sweep", "main"]
 # (configuration key, values, block). Sweeps of blocks that do not exist yet are skipped.
 SWEEPS = [
     ("hts.tracker_entries", (4, 8, 16, 32), "memory_tracker"),
+    ("hts.window", (4, 8, 16, 32), "window"),
+    ("hts.rs_entries", (2, 4, 8, 16), "reservation_station"),
 ]
 
 
@@ -69,6 +71,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="clock constraint for place and route, in MHz (default 100)")
     parser.add_argument("--plot-prefix", metavar="PREFIX", default="synth_sweep",
                         help="plots are PREFIX_<key>.png (default synth_sweep)")
+    parser.add_argument("--key", action="append", choices=[key for key, _, _ in SWEEPS],
+                        help="run only this sweep (repeatable; default: every sweep)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     args = parser.parse_args(argv)
     try:
@@ -76,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
         existing = designs(config)
         results = []
         for key, values, block in SWEEPS:
+            if args.key and key not in args.key:
+                continue
             if block not in existing:
                 print(f"skipping {key}: block {block} does not exist yet", file=sys.stderr)
                 continue

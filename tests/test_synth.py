@@ -31,6 +31,21 @@ def test_verilog_of_the_memory_tracker_lints_clean(tmp_path, preset):
     assert "module hts_memory_tracker(" in out.read_text()
 
 
+@pytest.mark.parametrize("preset", ["tiny", pytest.param("default", marks=pytest.mark.slow),
+                                    pytest.param("large", marks=pytest.mark.slow)])
+def test_verilog_of_the_top_level_lints_clean(tmp_path, preset):
+    """The default block is the whole scheduler (tiny: seconds; default: a minute; large: ten)."""
+    out = tmp_path / "hts.v"
+    result = subprocess.run([sys.executable, "-m", "hts", "verilog", "-c", preset, "-o", out], capture_output=True,
+                            text=True, timeout=1800)
+    assert result.returncode == 0, result.stderr
+    assert "module hts -> " in result.stdout and "lints clean" in result.stdout and result.stderr == ""
+    text = out.read_text()
+    assert "module hts(" in text
+    for port in ("cpu__load", "cpu__start", "cpu__ended", "branch_read__valid", "copyback_tm__addr", "trace"):
+        assert port in text
+
+
 def test_verilog_unknown_block_is_refused_and_writes_nothing(tmp_path):
     result = hts("verilog", "--block", "no_such_block", "-o", tmp_path / "x.v")
     assert result.returncode == 1
@@ -122,14 +137,22 @@ def test_registered_ports_delay_inputs_and_outputs_by_one_cycle_each():
 
 
 def test_yosys_script_maps_luts_without_abc9():
-    script = synth.yosys_script(synth.TARGETS["ecp5"], "b.v", "top", "h.v", "top_harness", "s.json", "n.json")
-    lines = script.splitlines()
-    assert "abc9" not in script
-    assert lines.count("abc -lut 4:7 -dress") == 2
+    target = synth.TARGETS["ecp5"]
+    lines = synth.yosys_script(target, "b.v", "top", "b.stat.json").splitlines()
+    assert "abc9" not in "\n".join(lines)
+    assert lines.count("abc -lut 4:7 -dress") == 1
     assert lines[:3] == ["read_verilog -sv b.v", "chformal -remove", "synth_ecp5 -top top -run begin:map_luts"]
     assert "synth_ecp5 -top top -run map_cells:" in lines
-    assert lines.index("tee -q -o s.json stat -json") < lines.index("design -reset")
-    assert lines[-1] == "write_json n.json"
+    assert lines[-1] == "tee -q -o b.stat.json stat -json"
+    assert synth.yosys_script(target, "h.v", "top_harness", "n.json").splitlines()[-1] == "write_json n.json"
+
+
+def test_a_block_too_large_for_the_part_is_not_placed():
+    target = synth.TARGETS["ecp5"]
+    resources = {"lut_sites": target.lut_capacity, "ffs": target.ff_capacity}
+    assert synth.fits(resources, target)
+    assert not synth.fits({**resources, "lut_sites": target.lut_capacity + 1}, target)
+    assert not synth.fits({**resources, "ffs": target.ff_capacity + 1}, target)
 
 
 def test_parse_stat_counts_cells_by_type():
@@ -180,7 +203,7 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     assert report["brams"] == 0 and report["dsps"] == 0
     assert 10 < report["fmax_mhz"] < 1000
     assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
-    assert "nextpnr: place and route" in result.stderr
+    assert "nextpnr: place and route" in result.stderr and report["fits"]
     assert list(tmp_path.iterdir()) == []  # the work directory is gone
 
 

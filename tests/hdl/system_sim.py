@@ -15,7 +15,7 @@ of a copy, and the testbench sleeps until it does. That makes an 18,000-cycle FF
 little more than the events around it.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
@@ -23,7 +23,7 @@ from amaranth.lib import data
 
 from hts.hdl.accelerator import WORD_BITS, word_address_width
 from hts.hdl.asr import instance_numbering
-from hts.hdl.hts import HTS, branch_read_signature
+from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
 from hts.hdl.trace import TraceReader, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
@@ -43,6 +43,7 @@ def _seen_layout(config) -> data.StructLayout:
         "trace": trace_layout(config),
         "read_valid": reads["valid"].shape,
         "read_block": reads["block"].shape,
+        "fault": cpu_signature(config).members["fault"].shape,
         "tm_read": 1,
         "tm_addr": word_address_width(config),
         "grant": instances,
@@ -75,13 +76,15 @@ class Harness(Elaboratable):
                      trace.decode.valid)
         m.d.sync += self.cycle.eq(Mux(hts.cpu.start.any(), 0, self.cycle + 1))
         m.d.comb += self.wake.eq(events.any() | hts.branch_read.valid.any() | hts.copyback_tm.read
-                                 | hts.copyback_home.write | hts.copy_back.copying | (self.cycle >= self._limit))
+                                 | hts.copyback_home.write | hts.copy_back.copying | hts.cpu.fault.valid
+                                 | (self.cycle >= self._limit))
         seen = self.seen
         m.d.sync += [
             seen.cycle.eq(self.cycle),
             seen.trace.eq(trace),
             seen.read_valid.eq(hts.branch_read.valid),
             seen.read_block.eq(hts.branch_read.block),
+            seen.fault.eq(hts.cpu.fault),
             seen.tm_read.eq(hts.copyback_tm.read & hts.copyback_tm.ready),
             seen.tm_addr.eq(hts.copyback_tm.addr),
             seen.grant.eq(hts.cdb.grant),
@@ -96,6 +99,7 @@ class RTLRun:
     cycles: int                 # the model's ``RunResult.cycles``: last end + 1
     memory: Memory
     ended: bool                 # every process ended within the cycle limit
+    faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc) on the CPU port
 
 
 def _words(memory: Memory, address: int, count: int) -> int:
@@ -175,6 +179,8 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 if seen.grant:
                     complete(seen.grant, seen.held)
             cycle, trace = seen.cycle, seen.trace
+            if seen.fault.valid:
+                result.faults.append((cycle, seen.fault.pid, seen.fault.pc))
             result.events += reader.events(cycle, trace)
             for slot in range(len(seen.read_block)):
                 if seen.read_valid >> slot & 1:

@@ -17,6 +17,7 @@ from system_sim import first_difference, run_rtl
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
+from hts.errors import HTSError
 from hts.hdl.hts import HTS
 from hts.hdl.trace import canonical
 from hts.models.hts import HTSModel
@@ -47,12 +48,32 @@ def buildable(config):
     return dataclasses.replace(config, hts=dataclasses.replace(config.hts, copyback_words_per_cycle=words))
 
 
-@pytest.mark.parametrize("seed", range(40))
+# 20 in the default run (about a minute); `pytest -m slow` adds 180 more.
+@pytest.mark.parametrize("seed", [*range(20), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(20, 200))])
 def test_random_programs_trace_equals_the_model(seed):
     rng = random.Random(seed)
     config = buildable(random_config(rng))
     programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config))]
     assert_lockstep(config, programs, seed)
+
+
+FAULTING = """
+mov   ffff 0 r1 0 0 0 0          ; far past the end of memory
+mov   0    0 r2 0 0 0 0
+vector_add r1 1 r2 1 1 0 1 0     ; indirect: reads block 0xffff
+vector_add 0 1 1 1 2 0 0 0
+"""
+
+
+def test_a_committed_task_past_the_end_of_memory_is_reported_on_the_cpu_port(tiny_config):
+    program = assemble(FAULTING, tiny_config, "fault.s")
+    with pytest.raises(HTSError, match="past the end of memory|outside memory|beyond"):
+        HTSModel(tiny_config, [program], initial_memory(tiny_config)).run()
+    rtl = run_rtl(tiny_config, [program], initial_memory(tiny_config), cycle_limit=200)
+    assert not rtl.ended
+    assert rtl.faults[0][1:] == (0, 2)             # pid 0, pc 2, reported once
+    assert len(rtl.faults) == 1
+    assert rtl.events == []    # the movs make no event; the faulting task and what follows never decode
 
 
 def test_top_level_elaborates_for_the_large_configuration():
