@@ -48,8 +48,18 @@ def buildable(config):
     return dataclasses.replace(config, hts=dataclasses.replace(config.hts, copyback_words_per_cycle=words))
 
 
-# 20 in the default run (about a minute); `pytest -m slow` adds 180 more.
-@pytest.mark.parametrize("seed", [*range(20), *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(20, 200))])
+# Seeds found (by probing the model over 6,000 seeds) to reach rare coincidences that
+# the first 20 miss: a task granted the CDB in the cycle its branch is squashed (1176,
+# 451: it completes, it is not aborted); a memory branch decoded in the cycle its block's
+# writer is broadcast (2015, 2582, 671: kind MR, not BR); the TLB emptied while tasks
+# still read TM, then a new speculative output (3647, 5064, 1759, 2613, 996: the TM
+# pointer must not restart under the readers).
+CORNER_SEEDS = (1176, 451, 2015, 2582, 671, 3647, 5064, 1759, 2613, 996)
+
+
+# 30 in the default run (about a minute and a half); `pytest -m slow` adds 180 more.
+@pytest.mark.parametrize("seed", [*range(20), *CORNER_SEEDS,
+                                  *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(20, 200))])
 def test_random_programs_trace_equals_the_model(seed):
     rng = random.Random(seed)
     config = buildable(random_config(rng))
