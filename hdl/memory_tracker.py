@@ -112,7 +112,8 @@ class MemoryTracker(wiring.Component):
                 m.d.comb += landing.eq(self.alloc_entry)
             following = self._retargeted(m, tag, landing)
             m.d.sync += self.entries[tag].eq(following)
-            in_tm.append((remaining[tag] | allocated[tag]) & (self._in_tm(following.reads) | self._in_tm(following.writes)))
+            stays = remaining[tag] | allocated[tag]
+            in_tm.append(stays & (self._in_tm(following.reads) | self._in_tm(following.writes)))
         m.d.comb += self.holds_tm.eq(Cat(*in_tm).any())
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)
