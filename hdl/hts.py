@@ -283,15 +283,13 @@ class HTS(wiring.Component):
         stalled_on_tlb = Signal()
         m.d.sync += stalled_on_tlb.eq(Cat(*((reason == Stall.TLB_FULL) | (reason == Stall.TLB_CONFLICT)
                                             for reason in decode.stall)).any())
-        drained_with_entries = [decode.drained[pid] & self._tlb_holds(pid) for pid in range(len(self.queues))]
+        drained_with_entries = [decode.drained[pid] & self._holds(self.tlb, pid) for pid in range(len(self.queues))]
         m.d.comb += copy_back.wanted.eq(stalled_on_tlb | Cat(*drained_with_entries).any())
 
-    def _tlb_holds(self, pid: int):
-        return Cat(*(valid & (entry.pid == pid) for valid, entry in zip(self.tlb.valid, self.tlb.entries))).any()
-
-    def _tracker_holds(self, pid: int):
-        return Cat(*(valid & (entry.pid == pid)
-                     for valid, entry in zip(self.tracker.valid, self.tracker.entries))).any()
+    @staticmethod
+    def _holds(block, pid: int):
+        """Whether ``block`` (the TLB or the tracker) has a valid entry of process ``pid``."""
+        return Cat(*(valid & (entry.pid == pid) for valid, entry in zip(block.valid, block.entries))).any()
 
     def _front_end(self, m: Module) -> Signal:
         """CPU port, task queues, decode and branch unit; returns the processes ending now."""
@@ -302,8 +300,8 @@ class HTS(wiring.Component):
         retiring = Signal(processes)
         lengths = Signal(data.ArrayLayout(fetch_pc_width(config), processes))
         for pid, queue in enumerate(self.queues):
-            m.d.comb += retiring[pid].eq(active[pid] & decode.drained[pid] & ~self._tracker_holds(pid)
-                                         & ~self._tlb_holds(pid))
+            m.d.comb += retiring[pid].eq(active[pid] & decode.drained[pid] & ~self._holds(tracker, pid)
+                                         & ~self._holds(tlb, pid))
             with m.If(cpu.length.valid & (cpu.length.pid == pid)):
                 m.d.sync += lengths[pid].eq(cpu.length.words)
             redirect = branch_unit.redirect[pid]

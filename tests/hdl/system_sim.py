@@ -17,11 +17,11 @@ little more than the events around it.
 
 from dataclasses import dataclass, field
 
-import numpy as np
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data
+from rtl_sim import read_beat, run, write_beat
 
-from hts.hdl.accelerator import WORD_BITS, word_address_width
+from hts.hdl.accelerator import word_address_width
 from hts.hdl.asr import instance_numbering
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
@@ -29,7 +29,6 @@ from hts.hdl.trace import TraceReader, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.memory import Memory
 
-from rtl_sim import run
 
 __all__ = ["Harness", "RTLRun", "run_rtl", "first_difference"]
 
@@ -102,18 +101,6 @@ class RTLRun:
     faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc) on the CPU port
 
 
-def _words(memory: Memory, address: int, count: int) -> int:
-    """``count`` words from word ``address``, packed lane 0 lowest (the DMA beat)."""
-    lanes = memory.words[address:address + count].astype(np.uint32)
-    return sum(int(word) << (WORD_BITS * lane) for lane, word in enumerate(lanes))
-
-
-def _store(memory: Memory, address: int, count: int, beat: int):
-    mask = (1 << WORD_BITS) - 1
-    memory.words[address:address + count] = np.array(
-        [(beat >> (WORD_BITS * lane)) & mask for lane in range(count)], dtype=np.uint32).astype(np.int32)
-
-
 def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | None = None) -> RTLRun:
     """Run ``programs`` (one per process, from pid 0) on the RTL; ``memory`` is updated in place."""
     harness = Harness(config, cycle_limit)
@@ -167,9 +154,9 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                         del lanes[slot]
                 ctx.set(tm.rvalid, tm_answer is not None)
                 if tm_answer is not None:
-                    ctx.set(tm.rdata, _words(memory, tm_answer, per_beat))
+                    ctx.set(tm.rdata, read_beat(memory.words, tm_answer, per_beat))
                 if ctx.get(home.write):
-                    _store(memory, ctx.get(home.addr), per_beat, ctx.get(home.wdata))
+                    write_beat(memory.words, ctx.get(home.addr), per_beat, ctx.get(home.wdata))
                 await ctx.tick()
                 seen = ctx.get(harness.seen)
             else:

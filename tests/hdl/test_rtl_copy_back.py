@@ -21,9 +21,9 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module
 from queue_model import TaskSource, bit_set, task_record
-from rtl_sim import region_value, run
+from rtl_sim import read_beat, region_value, run, write_beat
 
-from hts.hdl.accelerator import WORD_BITS, AcceleratorShell, LatencyCore
+from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.asr import instance_numbering
 from hts.hdl.copy_back import CopyBackEngine
 from hts.models.asr import Running
@@ -153,13 +153,10 @@ class BeatMemory:
         self.log: list[tuple[int, str, int]] = []            # (cycle, "read"/"write", word address)
 
     def beat(self, address: int) -> int:
-        lanes = self.words[address:address + self.per_beat].astype(np.uint32)
-        return sum(int(word) << (WORD_BITS * lane) for lane, word in enumerate(lanes))
+        return read_beat(self.words, address, self.per_beat)
 
     def store(self, address: int, beat: int):
-        mask = (1 << WORD_BITS) - 1
-        lanes = [beat >> (WORD_BITS * lane) & mask for lane in range(self.per_beat)]
-        self.words[address:address + self.per_beat] = np.array(lanes, dtype=np.uint32).astype(np.int32)
+        write_beat(self.words, address, self.per_beat, beat)
 
     def drive(self, ctx, engine, cycle: int):
         """The memory's side of this cycle: ready, and the read answer due now."""
