@@ -11,7 +11,10 @@ and the offers of rank below ``dispatch_width`` are granted. Ranks are distinct,
 offers carry distinct tags of tasks in flight, whose ages the matrix orders totally.
 """
 
-from amaranth.hdl import Module, Signal
+import operator
+from functools import reduce
+
+from amaranth.hdl import Cat, Module, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -80,13 +83,27 @@ class DispatchArbiter(wiring.Component):
         m = Module()
         config = self._config
         classes = range(len(config.accelerators))
+        tags = config.hts.tracker_entries
         # Named signals, so that each expression is built once and shared by its readers.
         eligible = Signal(len(classes))
         granted = Signal(len(classes))
+        one_hot_tags = [Signal(tags, name=f"offered_tag_{c}") for c in classes]
+        rows = [Signal(tags, name=f"older_than_{c}") for c in classes]
         ranks = [Signal(range(len(classes)), name=f"rank_{c}") for c in classes]
         m.d.comb += eligible.eq(self.offer_valid & self.has_free)
         for c in classes:
-            m.d.comb += [ranks[c].eq(self._rank(eligible, c)),
+            m.d.comb += [one_hot_tags[c].eq(1 << self.offer_task[c].tag), rows[c].eq(self._row(one_hot_tags[c]))]
+
+        # One age comparison per pair of classes: offered tags are distinct tasks in flight,
+        # so of two eligible offers exactly one is the older.
+        older = {}
+        for c in classes:
+            for d in classes[c + 1:]:
+                older[d, c] = Signal(name=f"older_{d}_than_{c}")
+                m.d.comb += older[d, c].eq((rows[c] & one_hot_tags[d]).any())
+                older[c, d] = ~older[d, c]
+        for c in classes:
+            m.d.comb += [ranks[c].eq(sum((eligible[d] & older[d, c] for d in classes if d != c), start=0)),
                          granted[c].eq(eligible[c] & (ranks[c] < config.hts.dispatch_width))]
 
         m.d.comb += self.take.eq(granted)
@@ -98,16 +115,25 @@ class DispatchArbiter(wiring.Component):
             m.d.comb += [port.valid.eq(granted[c] & (self.free_instance[c] == instance)),
                          port.payload.eq(self.offer_task[c])]
 
+        # Trace slot k: the grant of rank k, at most one class, so an AND-OR select.
         for slot, event in enumerate(self.trace):
-            for c in classes:
-                with m.If(granted[c] & (ranks[c] == slot)):
-                    m.d.comb += [event.valid.eq(1), event.instance.eq(self.free_instance[c]),
-                                 event.task.eq(self.offer_task[c])]
+            in_slot = Signal(len(classes), name=f"in_slot_{slot}")
+            m.d.comb += in_slot.eq(Cat(*(granted[c] & (ranks[c] == slot) for c in classes)))
+            m.d.comb += [event.valid.eq(in_slot.any()),
+                         event.instance.eq(self._select(in_slot, self.free_instance)),
+                         event.task.eq(self._select(in_slot, self.offer_task))]
         return m
 
-    def _rank(self, eligible, c: int):
-        """How many eligible offers are older than the offer of class ``c``."""
-        row = self.older[self.offer_task[c].tag]
-        older = [eligible[d] & row.bit_select(self.offer_task[d].tag, 1)
-                 for d in range(len(self._config.accelerators)) if d != c]
-        return sum(older, start=0)
+    def _row(self, one_hot_tag):
+        """The age-matrix row of a one-hot tag: the tags decoded before it.
+
+        An AND-OR over the rows rather than the matrix indexed by a binary tag: Yosys builds
+        an indexed read of the matrix as a barrel shifter over all of it.
+        """
+        return self._select(one_hot_tag, self.older)
+
+    @staticmethod
+    def _select(one_hot, values):
+        """The value whose bit of ``one_hot`` is set (zero if none): an AND-OR multiplexer."""
+        bits = [Value.cast(value) for value in values]
+        return reduce(operator.or_, (value & one_hot[i].replicate(len(value)) for i, value in enumerate(bits)))
