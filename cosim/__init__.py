@@ -1,4 +1,8 @@
 """cocotb + Verilator co-simulation of the generated Verilog against the reference models.
 
-Empty so far: it follows the RTL (see the issue tracker).
+- ``top``: the Verilog top (``HTS`` with accelerator cores left to the testbench);
+- ``testbench``: the cocotb testbench, playing CPUs, memory and Python accelerators;
+- ``scoreboard``: runs, their reference (cycle model, sequential executor) and verdicts;
+- ``run``: the Verilator build (cached per configuration) and jobs through cocotb's runner;
+- ``fuzz``: random programs and latencies on fixed small systems.
 """

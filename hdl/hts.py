@@ -105,7 +105,8 @@ class HTS(wiring.Component):
       the copy-back engine's reads of TM and writes home (``hts.hdl.copy_back``);
     - ``accel_dma`` (out, one :func:`~hts.hdl.accelerator.dma_signature` per flat
       instance): each accelerator core's memory master port;
-    - ``trace`` (out, :func:`hts.hdl.trace.trace_layout`): this cycle's events.
+    - ``events`` (out, :func:`hts.hdl.trace.trace_layout`): this cycle's events, the trace
+      port (not named ``trace``: Verilator gives its models a ``trace`` method).
 
     ``core`` builds the core of each instance from ``(config, class_index)``; the
     default, :class:`hts.hdl.accelerator.LatencyCore`, takes the configured latency.
@@ -122,7 +123,7 @@ class HTS(wiring.Component):
             "copyback_tm": Out(dma_signature(config)),
             "copyback_home": Out(dma_signature(config)),
             "accel_dma": Out(dma_signature(config)).array(len(self._instances)),
-            "trace": Out(trace_layout(config)),
+            "events": Out(trace_layout(config)),
         })
         self.queues = [TaskQueue(config) for _ in range(hts.processes)]
         self.decode = Decode(config)
@@ -230,7 +231,7 @@ class HTS(wiring.Component):
         retiring = self._front_end(m)
 
         # ---- trace ----------------------------------------------------------------------------
-        trace = self.trace
+        trace = self.events
         m.d.comb += [
             trace.end.eq(retiring),
             trace.complete.eq(cdb.grant),

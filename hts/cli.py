@@ -163,27 +163,145 @@ def cmd_run(args) -> int:
     return 0
 
 
+def _compare_inputs(args, config):
+    """(system, programs, timing, task graph, label of a task by pid and pc, class of each
+    task or None, extra dependences).
+
+    A single .graphml file is a task graph, run as the program :func:`graph_program`
+    makes of it on ``--instances`` instances of each of its classes; anything else is
+    programs, whose task graph (None here) :func:`cmd_compare` makes once it knows they
+    run a task.
+    """
+    from .errors import Location
+    from .models.graphs import graph_program, read_graphml
+    graphs = [path for path in args.programs if Path(path).suffix.lower() == ".graphml"]
+    if graphs and len(args.programs) > 1:
+        raise HTSError("a task graph is compared on its own, not with other programs or graphs", Location(graphs[0]))
+    if graphs:
+        graph = read_graphml(graphs[0])
+        made = graph_program(graph, {c: args.instances for c in graph.classes}, config)
+        return (made.config, [made.program], made.timing, graph, lambda pid, pc: made.task_of_pc[pc],
+                made.accel_class, sorted(made.extra_dependences))
+    return config, _load_programs(args.programs, config), None, None, lambda pid, pc: f"{pid}.{pc}", None, []
+
+
+# Added dependences the text table names before "and N more".
+_EXTRA_SHOWN = 10
+
+
+def _compare_note(row: dict) -> str:
+    from .models.report import LOWER_BOUND
+    if "memory_matches_sequential" in row:
+        check = "matches sequential" if row["memory_matches_sequential"] else "DIFFERS from sequential"
+        return f"{row['memory_digest']} {check}"
+    if row["proven_optimal"] is True:
+        return "offline: optimal (proven)"
+    if row["proven_optimal"] is False:
+        return "offline: best found in the time limit (not proven optimal)"
+    return "no schedule is shorter" if row["scheduler"] == LOWER_BOUND else "offline schedule of the task graph"
+
+
 def cmd_compare(args) -> int:
     import json
-    from .models.report import compare
-    from .plots import plot_compare
-    config = load_config(args.config)
-    programs = _load_programs(args.programs, config)
-    rows = compare(config, programs, args.seed)
+    from .models.graphs import program_graph
+    from .models.memory import initial_memory
+    from .models.report import compare_rows, compare_runs, reference_rows, reference_schedules
+    from .models.schedulers.cycle_model import naive_schedule, trace_schedule
+    from .models.schedulers.machine import machine_of_config
+    from .plots import plot_compare, plot_gantt
+    config, programs, timing, graph, label, classes, extra = _compare_inputs(args, load_config(args.config))
+    runs = compare_runs(config, programs, args.seed, timing)
+    rows = compare_rows(runs)
+    if graph is None and runs["sequential"].tasks:
+        # The path the programs take from the seeded memory.
+        graph = program_graph(programs, config, initial_memory(config, args.seed))
+    machine = machine_of_config(config)
+    offline = {} if graph is None else reference_schedules(graph, machine, args.time_limit, args.optimal_max_tasks)
+    reference = [] if graph is None else reference_rows(graph, machine, offline, runs["naive"].cycles)
     plot = Path(args.plot) if args.plot else Path(f"{Path(args.programs[0]).stem}_compare.png")
     title = f"{' '.join(Path(p).name for p in args.programs)} on {config.source}"
+    schedules = {name: trace_schedule(runs[name], label) for name in ("hts", "hts-nospec", "runtime")}
+    if graph is not None:
+        schedules["naive"] = naive_schedule(runs["naive"], graph, config.timing.interrupt_latency, classes)
+    schedules.update(offline)
+    gantt = {name: str(plot.with_name(f"{plot.stem}_gantt_{name}.png")) for name in schedules}
     plot_compare(rows, plot, title)
+    for name, schedule in schedules.items():
+        plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}")
     if args.json:
-        print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows}))
+        tasks, edges = (0, 0) if graph is None else (len(graph), len(graph.edges))
+        print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows,
+                          "graph": {"tasks": tasks, "edges": edges, "extra_dependences": [list(e) for e in extra]},
+                          "reference": reference, "gantt": gantt}))
     else:
         print(title)
         print(f"{'scheduler':<12}{'cycles':>10}{'vs naive':>10}{'tasks':>7}  memory")
-        for row in rows:
-            check = "matches sequential" if row["memory_matches_sequential"] else "DIFFERS from sequential"
+        for row in rows + reference:
             print(f"{row['scheduler']:<12}{row['cycles']:>10}{row['speedup_vs_naive']:>9.2f}x{row['tasks']:>7}  "
-                  f"{row['memory_digest']} {check}")
+                  f"{_compare_note(row)}")
+        if extra:
+            shown = ", ".join(f"{u}->{v}" for u, v in extra[:_EXTRA_SHOWN])
+            more = f" and {len(extra) - _EXTRA_SHOWN} more (--json lists them all)" if len(extra) > _EXTRA_SHOWN else ""
+            print(f"note: the HTS program orders {len(extra)} task pair(s) the graph leaves free (one input "
+                  f"region per instruction): {shown}{more}")
         print(f"plot: {plot}")
+        print(f"gantt charts: {', '.join(gantt.values())}")
     return 0 if all(row["memory_matches_sequential"] for row in rows) else 1
+
+
+def _print_outcome_failure(outcome):
+    print(f"MISMATCH {outcome.name}: {outcome.difference}", file=sys.stderr)
+    print(f"  reproduce: {outcome.reproduce}", file=sys.stderr)
+
+
+def cmd_cosim(args) -> int:
+    import json
+    from .cosim.run import cosimulate
+    from .cosim.scoreboard import Job, RunSpec
+    config = load_config(args.config)
+    programs = tuple(_load_programs(args.programs, config))
+    command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed)])
+    spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
+    progress = (lambda message: print(message, file=sys.stderr, flush=True))
+    [outcome] = cosimulate(Job(config, (spec,)), waves=args.waves, progress=progress)
+    summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
+               "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
+               "memory_digest": outcome.memory_digest, "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
+               "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes}
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        print(f"programs     {' '.join(args.programs)}")
+        print(f"config       {config.source}    seed {args.seed}")
+        print(f"cycles       {outcome.cycles} (model: {outcome.model_cycles})")
+        print(f"traces       {'match, cycle for cycle' if outcome.match else 'DIFFER'}")
+        print(f"memory       {outcome.memory_digest}  (digest of home memory)")
+        print(f"speed        {outcome.sim_cycles_per_s:,.0f} simulated cycles/s "
+              f"({outcome.wakes} of the cycles woke Python)")
+    if not outcome.match:
+        _print_outcome_failure(outcome)
+    return 0 if outcome.match else 1
+
+
+def cmd_fuzz(args) -> int:
+    from .cosim.fuzz import fuzz_job
+    from .cosim.run import cosimulate
+    progress = (lambda message: print(message, file=sys.stderr, flush=True))
+    failures, done, batch = [], 0, args.batch
+    while done < args.seeds:
+        count = min(batch, args.seeds - done)
+        job = fuzz_job(args.system, args.first + done, count)
+        outcomes = cosimulate(job, progress=progress)
+        failures += [outcome for outcome in outcomes if not outcome.match]
+        done += count
+        cycles = sum(outcome.cycles or 0 for outcome in outcomes)
+        progress(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
+                 f"({cycles:,} cycles in this batch)")
+    for outcome in failures:
+        _print_outcome_failure(outcome)
+    print(f"{args.seeds - len(failures)} of {args.seeds} random programs match the model "
+          f"(system {args.system}, seeds {args.first}..{args.first + args.seeds - 1})")
+    return 1 if failures else 0
 
 
 def cmd_scaling(args) -> int:
@@ -249,8 +367,8 @@ def cmd_demo(args) -> int:
     config = load_config(args.config)
     audio = resources.files("hts.benchmarks").joinpath("audio_compression.s")
     print("== hts compare benchmarks/audio_compression.s (Algorithm 1 of the HTS paper, 8 bands)")
-    status = cmd_compare(argparse.Namespace(config=args.config, programs=[str(audio)], seed=0,
-                                            plot=args.plot, json=False))
+    status = cmd_compare(argparse.Namespace(config=args.config, programs=[str(audio)], seed=0, plot=args.plot,
+                                            json=False, instances=2, time_limit=5.0, optimal_max_tasks=40))
     examples = resources.files("hts.examples")
     print("\n== the paper's branch listing, assembled and disassembled")
     program = assemble(examples.joinpath("paper_branch.s").read_text(), config, "examples/paper_branch.s")
@@ -308,14 +426,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-cycles", type=_positive_int, default=10**9, help="give up after this many cycles")
     p.set_defaults(run=cmd_run)
 
-    p = sub.add_parser("compare", help="run programs on every scheduler; table and bar chart",
+    p = sub.add_parser("compare", help="run programs on every scheduler, against HEFT, REFT and the optimum",
                        description="Run the programs on naive, runtime, hts-nospec, hts and sequential "
                                    "scheduling from the same initial memory, print cycles and speed-up over "
                                    "naive, check that every final memory equals the sequential one (exit 1 if "
-                                   "not), and draw a bar chart.")
-    p.add_argument("programs", metavar="PROG", nargs="+", help="assembly source or image, one per process")
+                                   "not), and draw a bar chart. Then schedule the same tasks offline on the "
+                                   "same accelerators with HEFT, REFT and CP-SAT (optimal, for small graphs), "
+                                   "beside a lower bound on any schedule, and draw a Gantt chart per schedule "
+                                   "(FILE_gantt_SCHEDULER.png beside the bar chart). A single .graphml file is "
+                                   "taken as a task graph and run as the program its graph makes.")
+    p.add_argument("programs", metavar="PROG", nargs="+",
+                   help="assembly source or image, one per process; or one task graph (.graphml)")
     _add_config(p)
     p.add_argument("--plot", metavar="FILE.png", help="bar chart to write (default: PROG_compare.png)")
+    p.add_argument("--time-limit", metavar="SECONDS", type=_positive_float, default=10.0,
+                   help="CP-SAT's time for the optimal schedule (default 10); past it, the best found, not proven")
+    p.add_argument("--optimal-max-tasks", metavar="N", type=_positive_int, default=40,
+                   help="skip CP-SAT for task graphs of more tasks (default 40)")
+    p.add_argument("--instances", metavar="N", type=_positive_int, default=2,
+                   help="instances of each accelerator class a .graphml graph runs on (default 2)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
     p.set_defaults(run=cmd_compare)
@@ -373,6 +502,33 @@ def build_parser() -> argparse.ArgumentParser:
                    help="clock constraint for place and route, in MHz (default 100)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.set_defaults(run=cmd_synth)
+
+    p = sub.add_parser("cosim", help="run programs on the Verilated RTL under cocotb, checked against the model",
+                       description="Co-simulate: the scheduler's Verilog, compiled by Verilator (once per "
+                                   "configuration, cached), runs the programs while cocotb plays the CPU, the "
+                                   "memory and Python accelerators. Every cycle's events are compared with the "
+                                   "cycle model's, and the final home memory with the sequential executor's. "
+                                   "Exits 1 on any mismatch, printing the first one and the command to repeat it.")
+    _add_config(p)
+    p.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
+    p.add_argument("--seed", type=int, default=0, help="initial memory and CPU load pauses (default 0)")
+    p.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
+    p.add_argument("--json", action="store_true",
+                   help="print one JSON object: cycles, match, memory_digest, sim_cycles_per_s, ...")
+    p.set_defaults(run=cmd_cosim)
+
+    from .cosim.fuzz import SYSTEMS
+    p = sub.add_parser("fuzz", help="random programs on the Verilated RTL against the model (soak test)",
+                       description="Randomized differential testing: for each seed, random programs (tasks "
+                                   "over overlapping regions, loops, every branch kind, two processes) with "
+                                   "random accelerator latencies run on the RTL under cocotb and on the cycle "
+                                   "model; traces and memory must agree. Prints progress per batch and, for a "
+                                   "failing seed, the command that replays it.")
+    p.add_argument("--seeds", type=_positive_int, default=100, help="how many seeds (default 100)")
+    p.add_argument("--first", type=int, default=0, help="first seed (default 0)")
+    p.add_argument("--system", choices=SYSTEMS, default="small", help="fuzz system (default small)")
+    p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
+    p.set_defaults(run=cmd_fuzz)
 
     p = sub.add_parser("config", help="show a validated system configuration",
                        description="Validate a configuration and print its accelerator classes (with the "

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from .output import atomic_path  # noqa: E402
 
-__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep"]
+__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_gantt", "plot_gap_study"]
 
 
 def _save(fig, path: str | Path):
@@ -80,4 +80,50 @@ def plot_synth_sweep(rows: list[dict], key: str, path: str | Path, title: str):
     luts.set_title(title, fontsize=10)
     for ax in (luts, fmax):
         ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def plot_gantt(slots: dict, makespan: int, path: str | Path, title: str):
+    """One row per PE (and location, when there are several), one bar per task.
+
+    ``slots`` maps task names to objects with ``pe``, ``location``, ``start`` and ``finish``
+    (:class:`hts.models.schedulers.schedule.Slot`).
+    """
+    several_locations = len({slot.location for slot in slots.values()}) > 1
+
+    def row_of(slot):
+        return f"{slot.pe} @{slot.location}" if several_locations else slot.pe
+
+    rows = sorted({row_of(slot) for slot in slots.values()})
+    colours = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)))
+    for index, (task, slot) in enumerate(sorted(slots.items(), key=lambda item: item[1].start)):
+        y = rows.index(row_of(slot))
+        ax.barh(y, slot.finish - slot.start, left=slot.start, height=0.6, color=colours(index % 20),
+                edgecolor="black", linewidth=0.4)
+        ax.text(slot.start + (slot.finish - slot.start) / 2, y, task, ha="center", va="center", fontsize=6)
+    ax.axvline(makespan, color="#c04040", linewidth=1)
+    ax.set_yticks(range(len(rows)), rows, fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel(f"cycles (makespan {makespan})")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_gap_study(bars: list[tuple[str, float]], path: str | Path, title: str):
+    """Horizontal bars of optimal/scheduler ratios (1 = optimal), labelled with their value."""
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.32 * len(bars)))
+    labels = [label for label, _ in bars]
+    values = [value for _, value in bars]
+    ax.barh(range(len(bars)), values, color="#2060a0")
+    for y, value in enumerate(values):
+        ax.text(value, y, f" {value:.3f}", va="center", fontsize=7)
+    ax.set_yticks(range(len(bars)), labels, fontsize=7)
+    ax.invert_yaxis()
+    ax.axvline(1.0, color="#c04040", linewidth=1)
+    ax.set_xlim(0, 1.12)
+    ax.set_xlabel("optimal makespan / scheduler makespan (1 = optimal)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
     _save(fig, path)

@@ -36,7 +36,7 @@ from .tlb import CopyBack, TaskLookupBuffer
 from .trace import Trace
 from .window import DecodedTask, DispatchWindow
 
-__all__ = ["SCHEDULERS", "RunResult", "HTSModel", "DEFAULT_CYCLE_LIMIT", "runtime_accesses"]
+__all__ = ["SCHEDULERS", "RunResult", "HTSModel", "DEFAULT_CYCLE_LIMIT", "runtime_accesses", "transfer_cycles"]
 
 SCHEDULERS = ("hts", "hts-nospec", "runtime")
 DEFAULT_CYCLE_LIMIT = 10**9
@@ -78,6 +78,12 @@ def runtime_accesses(tracker_occupancy: int) -> int:
     reads and writes the accelerator status (2).
     """
     return 5 + tracker_occupancy
+
+
+def transfer_cycles(config: SystemConfig, blocks: int) -> int:
+    """Cycles to move ``blocks`` over a memory port (copy-back, an accelerator's write-back)."""
+    words = blocks * config.memory.block_words
+    return max(1, -(-words // config.hts.copyback_words_per_cycle))
 
 
 class HTSModel:
@@ -220,9 +226,7 @@ class HTSModel:
     # ---- copy-back engine -----------------------------------------------------------------
 
     def _transfer_cycles(self, blocks: int) -> int:
-        """Cycles to move ``blocks`` over a memory port (copy-back, an accelerator's write-back)."""
-        words = blocks * self.config.memory.block_words
-        return max(1, -(-words // self.config.hts.copyback_words_per_cycle))
+        return transfer_cycles(self.config, blocks)
 
     def _busy_regions(self) -> list[tuple[int, Region]]:
         return [(tag, region) for tag, entry in enumerate(self.tracker.entries) if entry is not None

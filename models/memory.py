@@ -11,8 +11,9 @@ import hashlib
 import numpy as np
 
 from hts.config import SystemConfig
+from hts.isa import REGISTER_BITS
 
-__all__ = ["Memory", "initial_memory"]
+__all__ = ["Memory", "initial_memory", "read_beat", "write_beat"]
 
 
 class Memory:
@@ -51,3 +52,18 @@ def initial_memory(config: SystemConfig, seed: int = 0) -> Memory:
     rng = np.random.default_rng(seed)
     words = config.memory.blocks * config.memory.block_words
     return Memory(config, rng.integers(-(1 << 15), 1 << 15, size=words, dtype=np.int32))
+
+
+# A DMA beat (the copy-back engine's and the accelerators' memory ports) carries
+# consecutive words, lane 0 in the lowest bits; RTL testbenches pack and unpack it here.
+def read_beat(words: np.ndarray, address: int, count: int) -> int:
+    """``count`` memory words from word ``address`` as one DMA beat (lane 0 in the lowest bits)."""
+    lanes = words[address:address + count].astype(np.uint32)
+    return sum(int(word) << (REGISTER_BITS * lane) for lane, word in enumerate(lanes))
+
+
+def write_beat(words: np.ndarray, address: int, count: int, beat: int):
+    """Store one DMA beat of ``count`` lanes at word ``address``."""
+    mask = (1 << REGISTER_BITS) - 1
+    lanes = [beat >> (REGISTER_BITS * lane) & mask for lane in range(count)]
+    words[address:address + count] = np.array(lanes, dtype=np.uint32).astype(np.int32)

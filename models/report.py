@@ -1,5 +1,9 @@
 """Running programs for the CLI: one scheduler (``hts run``), all of them (``hts compare``),
 and the audio compression over bands and instances (``hts scaling``, the paper's Figure 10).
+
+``hts compare`` also schedules the program's task graph offline, with HEFT, REFT and
+CP-SAT, beside a lower bound (:func:`reference_schedules`): how far the schedulers the
+toolkit models are from the best schedule of the same tasks on the same accelerators.
 """
 
 import dataclasses
@@ -8,11 +12,20 @@ import sys
 from hts.assembler import Program
 from hts.config import SystemConfig
 
+from .graphs import TaskGraph
 from .memory import initial_memory
+from .schedulers.bounds import lower_bound
+from .schedulers.heft import heft
+from .schedulers.machine import Machine
+from .schedulers.optimal import optimal
+from .schedulers.reft import reft
+from .schedulers.schedule import Schedule
 from .simulate import SCHEDULERS, simulate
 from .hts import RunResult
+from .timing import DeviceTiming
 
-__all__ = ["run_summary", "compare", "scaling", "with_instances", "COMPARE_ORDER"]
+__all__ = ["run_summary", "compare", "compare_runs", "compare_rows", "scaling", "with_instances", "COMPARE_ORDER",
+           "reference_schedules", "reference_rows", "LOWER_BOUND"]
 
 # Slowest first, as the paper's figures order them.
 COMPARE_ORDER = ("naive", "runtime", "hts-nospec", "hts", "sequential")
@@ -31,9 +44,20 @@ def run_summary(result: RunResult) -> dict:
     }
 
 
+def compare_runs(config: SystemConfig, programs: list[Program], seed: int = 0,
+                 timing: DeviceTiming | None = None) -> dict[str, RunResult]:
+    """Every scheduler on the same programs and initial memory."""
+    return {name: simulate(config, programs, initial_memory(config, seed), name, timing=timing)
+            for name in COMPARE_ORDER}
+
+
 def compare(config: SystemConfig, programs: list[Program], seed: int = 0) -> list[dict]:
     """Every scheduler on the same programs and initial memory; checked against sequential."""
-    results = {name: simulate(config, programs, initial_memory(config, seed), name) for name in COMPARE_ORDER}
+    return compare_rows(compare_runs(config, programs, seed))
+
+
+def compare_rows(results: dict[str, RunResult]) -> list[dict]:
+    """Summaries of :func:`compare_runs`, with speed-up over naive and the memory check."""
     reference = results["sequential"].memory.digest()
     naive = results["naive"].cycles
     rows = []
@@ -64,3 +88,26 @@ def scaling(config: SystemConfig, program_for_bands, bands: list[int], instances
                 print(f"  [{done}/{total}] bands={band_count} instances={count}: {result.cycles} cycles",
                       file=progress, flush=True)
     return rows
+
+
+LOWER_BOUND = "lower-bound"
+
+
+def reference_schedules(graph: TaskGraph, machine: Machine, time_limit: float,
+                        optimal_max_tasks: int) -> dict[str, Schedule]:
+    """HEFT (when the machine never reconfigures), REFT and, for graphs of at most
+    ``optimal_max_tasks`` tasks, CP-SAT within ``time_limit`` seconds."""
+    schedules = {} if machine.reconfigurable else {"heft": heft(graph, machine)}
+    schedules["reft"] = reft(graph, machine)
+    if len(graph) <= optimal_max_tasks:
+        schedules["cp-sat"] = optimal(graph, machine, time_limit)
+    return schedules
+
+
+def reference_rows(graph: TaskGraph, machine: Machine, schedules: dict[str, Schedule], naive_cycles: int) -> list[dict]:
+    """Table rows of the offline schedules and the lower bound, comparable with :func:`compare`'s."""
+    lengths = {name: (schedule.makespan, schedule.proven_optimal) for name, schedule in schedules.items()}
+    lengths[LOWER_BOUND] = (lower_bound(graph, machine), None)
+    return [{"scheduler": name, "cycles": cycles, "tasks": len(graph),
+             "speedup_vs_naive": round(naive_cycles / max(cycles, 1), 3), "proven_optimal": proven}
+            for name, (cycles, proven) in lengths.items()]

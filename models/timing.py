@@ -6,12 +6,14 @@ system can be timed by another model without touching the scheduler: anything wi
 of the configuration (Table II of the HTS paper in the built-in presets).
 """
 
+import hashlib
+from dataclasses import dataclass
 from typing import Protocol
 
 from hts.config import AcceleratorClass
 from hts.isa import Word
 
-__all__ = ["DeviceTiming", "TableLatency"]
+__all__ = ["DeviceTiming", "TableLatency", "ScrambledLatency"]
 
 
 class DeviceTiming(Protocol):
@@ -24,3 +26,19 @@ class TableLatency:
 
     def cycles(self, accelerator: AcceleratorClass, word: Word) -> int:
         return accelerator.latency
+
+
+@dataclass(frozen=True)
+class ScrambledLatency:
+    """Every task takes between 1 and twice its class's latency, drawn from ``seed`` and the task.
+
+    For differential testing: runs whose completions come in orders the fixed table never
+    gives. The draw is a hash of the seed, the class and the instruction word, so the same
+    task takes the same time wherever it is timed (model, RTL testbench, a rerun).
+    """
+    seed: int
+
+    def cycles(self, accelerator: AcceleratorClass, word: Word) -> int:
+        key = f"{self.seed}|{accelerator.name}|{word}".encode()
+        draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
+        return 1 + draw % (2 * accelerator.latency)

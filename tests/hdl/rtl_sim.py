@@ -3,13 +3,11 @@
 import os
 import random
 
-import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from hts.hdl.accelerator import WORD_BITS
 
-__all__ = ["run", "seeds", "region_value", "drive_retarget", "assert_caught", "read_beat", "write_beat"]
+__all__ = ["run", "seeds", "region_value", "drive_retarget", "assert_caught"]
 
 
 def run(dut, bench, waves: str | None = None):
@@ -61,16 +59,3 @@ def assert_caught(dut, ports, match: str):
 
     with pytest.raises(AssertionError, match=match):
         run(dut, bench)
-
-
-def read_beat(words: np.ndarray, address: int, count: int) -> int:
-    """``count`` memory words from word ``address`` as one DMA beat (lane 0 in the lowest bits)."""
-    lanes = words[address:address + count].astype(np.uint32)
-    return sum(int(word) << (WORD_BITS * lane) for lane, word in enumerate(lanes))
-
-
-def write_beat(words: np.ndarray, address: int, count: int, beat: int):
-    """Store one DMA beat of ``count`` lanes at word ``address``."""
-    mask = (1 << WORD_BITS) - 1
-    lanes = [beat >> (WORD_BITS * lane) & mask for lane in range(count)]
-    words[address:address + count] = np.array(lanes, dtype=np.uint32).astype(np.int32)

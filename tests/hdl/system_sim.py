@@ -19,15 +19,16 @@ from dataclasses import dataclass, field
 
 from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
 from amaranth.lib import data
-from rtl_sim import read_beat, run, write_beat
+from rtl_sim import run
 
+from hts.cosim.scoreboard import first_difference
 from hts.hdl.accelerator import word_address_width
 from hts.hdl.asr import instance_numbering
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
 from hts.hdl.trace import TraceReader, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
-from hts.models.memory import Memory
+from hts.models.memory import Memory, read_beat, write_beat
 
 
 __all__ = ["Harness", "RTLRun", "run_rtl", "first_difference"]
@@ -68,7 +69,7 @@ class Harness(Elaboratable):
     def elaborate(self, platform):
         m = Module()
         m.submodules.hts = hts = self.hts
-        trace = hts.trace
+        trace = hts.events
         events = Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
                      trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
                      *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
@@ -183,19 +184,3 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
     run(harness, bench, waves)
     result.events = canonical(result.events)
     return result
-
-
-def first_difference(expected: list[dict], actual: list[dict]) -> str | None:
-    """The first cycle whose events differ, described; None if the traces are equal."""
-    if expected == actual:
-        return None
-    for index, (want, got) in enumerate(zip(expected, actual)):
-        if want != got:
-            cycle = min(want["cycle"], got["cycle"])
-            break
-    else:
-        index = min(len(expected), len(actual))
-        cycle = (expected + actual)[index]["cycle"] if index < max(len(expected), len(actual)) else None
-    at = [e for e in expected if e["cycle"] == cycle]
-    got = [e for e in actual if e["cycle"] == cycle]
-    return f"first difference in cycle {cycle} (event {index}):\n  model: {at}\n  rtl:   {got}"

@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 from amaranth.hdl import Module
 from queue_model import TaskSource, bit_set, task_record
-from rtl_sim import read_beat, region_value, run, write_beat
+from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.asr import instance_numbering
 from hts.hdl.copy_back import CopyBackEngine
 from hts.models.asr import Running
 from hts.models.hts import TLB_STALLS, HTSModel
-from hts.models.memory import Memory
+from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.memory_tracker import MemoryTracker
 from hts.models.tlb import TLBEntry
 from hts.models.trace import Trace

@@ -1,0 +1,52 @@
+"""Randomized differential testing: random programs and latencies, RTL against the model.
+
+A fuzz case is a seed. It draws the programs of every process with ``hts.progen``: tasks
+over overlapping regions, nested loops, branches of every kind, several processes. It
+also draws the accelerators' latencies (``ScrambledLatency``) and the initial memory.
+The systems are fixed, because each one is a Verilator build. They are small random
+systems from ``hts.progen.random_config``, chosen so that their structures fill up:
+:data:`SYSTEMS` names them.
+"""
+
+import dataclasses
+import random
+
+from hts.assembler import assemble
+from hts.config import SystemConfig
+from hts.progen import random_config, random_programs
+
+__all__ = ["SYSTEMS", "fuzz_system", "fuzz_job"]
+
+# name -> seed of hts.progen.random_config(seed, processes=2), and why that one.
+SYSTEMS = {
+    # two processes, speculation, four speculation IDs, a 12-entry tracker, 7 TLB entries,
+    # three dispatch ways and two CDB lanes: everything happens at once
+    "small": 36,
+    # two processes and one entry in every structure: the scheduler must still finish
+    "one": 1,
+}
+
+
+def fuzz_system(name: str) -> SystemConfig:
+    config = random_config(random.Random(SYSTEMS[name]), processes=2)
+    return dataclasses.replace(config, source=f"<fuzz system {name}>")
+
+
+def fuzz_case(config: SystemConfig, system: str, seed: int):
+    """The :class:`~hts.cosim.scoreboard.RunSpec` of one seed."""
+    # The scoreboard pulls in the RTL (Amaranth); importing it here, not at the top, keeps
+    # `hts` commands that only list SYSTEMS quick.
+    from .scoreboard import RunSpec
+    rng = random.Random(seed)
+    programs = tuple(assemble(text, config, f"fuzz{seed}_p{pid}.s")
+                     for pid, text in enumerate(random_programs(rng, config)))
+    return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed,
+                   reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
+
+
+def fuzz_job(system: str, first: int, count: int, progress: bool = False):
+    """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system ``system``."""
+    from .scoreboard import Job
+    config = fuzz_system(system)
+    return Job(config, tuple(fuzz_case(config, system, seed) for seed in range(first, first + count)),
+               progress=progress)

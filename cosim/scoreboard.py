@@ -1,0 +1,102 @@
+"""What a co-simulation run is, what the reference says it must do, and the verdict.
+
+A :class:`Job` is a batch of :class:`RunSpec` on one configuration (one Verilator build);
+it is pickled for the cocotb process, which returns a :class:`RunOutcome` per run. The
+reference of a run is the cycle model (``hts.models.hts``) on the same programs, initial
+memory and device timing; :func:`score` compares the RTL's trace with the model's event
+for event and cycle for cycle, its end cycle, and its final home memory with both the
+model's and the sequential executor's.
+"""
+
+from dataclasses import dataclass, field
+
+from hts.assembler import Program
+from hts.config import SystemConfig
+from hts.hdl.trace import canonical
+from hts.models.executor import run_sequential
+from hts.models.hts import HTSModel, RunResult
+from hts.models.memory import Memory, initial_memory
+from hts.models.timing import ScrambledLatency, TableLatency
+
+__all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference"]
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: programs (one per process), memory seed, timing, and how to repeat it."""
+    name: str
+    programs: tuple[Program, ...]
+    seed: int = 0                       # initial memory and the CPU's load pauses
+    scrambled_timing: int | None = None  # seed of a ScrambledLatency; None: the configured table
+    reproduce: str = ""                 # the command that runs this case alone
+
+    def timing(self, config: SystemConfig):
+        return TableLatency() if self.scrambled_timing is None else ScrambledLatency(self.scrambled_timing)
+
+    def initial_memory(self, config: SystemConfig) -> Memory:
+        return initial_memory(config, self.seed)
+
+    def reference(self, config: SystemConfig) -> RunResult:
+        return HTSModel(config, list(self.programs), self.initial_memory(config), self.timing(config)).run()
+
+
+@dataclass(frozen=True)
+class Job:
+    config: SystemConfig
+    runs: tuple[RunSpec, ...]
+    load_pause: float = 0.2             # chance of an idle cycle before each program word
+    progress: bool = False              # print a line per run
+
+
+@dataclass
+class RunOutcome:
+    name: str
+    match: bool                         # trace, end cycle and memory all as the references
+    difference: str | None              # the first disagreement, described
+    cycles: int | None                  # the RTL's (None: it never ended)
+    model_cycles: int
+    memory_digest: str
+    reproduce: str
+    wall_s: float = 0.0                 # simulation time of the run (load excluded)
+    wakes: int = 0                      # cycles in which Python looked
+    events: int = 0
+    faults: list = field(default_factory=list)
+
+    @property
+    def sim_cycles_per_s(self) -> float:
+        return (self.cycles or self.model_cycles) / self.wall_s if self.wall_s else 0.0
+
+
+def first_difference(expected: list[dict], actual: list[dict]) -> str | None:
+    """The first cycle whose events differ, with both sides' events of it; None if equal."""
+    if expected == actual:
+        return None
+    for index, (want, got) in enumerate(zip(expected, actual)):
+        if want != got:
+            cycle = min(want["cycle"], got["cycle"])
+            break
+    else:
+        index = min(len(expected), len(actual))
+        cycle = (expected + actual)[index]["cycle"] if index < max(len(expected), len(actual)) else None
+    at = [e for e in expected if e["cycle"] == cycle]
+    got = [e for e in actual if e["cycle"] == cycle]
+    return f"first difference in cycle {cycle} (event {index}):\n  model: {at}\n  rtl:   {got}"
+
+
+def score(config: SystemConfig, spec: RunSpec, reference: RunResult, events: list[dict], cycles: int | None,
+          memory: Memory, faults: list, wakes: int, wall_s: float) -> RunOutcome:
+    """The verdict on one RTL run against the model's ``reference`` and the sequential executor."""
+    expected = canonical([event.as_dict() for event in reference.trace.events])
+    sequential = run_sequential(list(spec.programs), config, spec.initial_memory(config)).memory
+    difference = first_difference(expected, events)
+    if difference is None and cycles != reference.cycles:
+        difference = f"the RTL ended in cycle {cycles}, the model in cycle {reference.cycles}"
+    if difference is None and faults:
+        difference = f"the RTL reported faults (cycle, pid, pc) {faults} that the model did not"
+    if difference is None and not (memory.home == reference.memory.home).all():
+        difference = "home memory differs from the model's"
+    if difference is None and not (memory.home == sequential.home).all():
+        difference = "home memory differs from the sequential executor's"
+    return RunOutcome(name=spec.name, match=difference is None, difference=difference, cycles=cycles,
+                      model_cycles=reference.cycles, memory_digest=memory.digest(), reproduce=spec.reproduce,
+                      wall_s=wall_s, wakes=wakes, events=len(events), faults=faults)

@@ -1,0 +1,272 @@
+"""cocotb testbench of :class:`hts.cosim.top.CosimTop`: Python plays the CPUs, the memory and the accelerators.
+
+:class:`TB` drives the Verilated scheduler through its ports only:
+
+- **CPU**: loads each process's program through the CPU port (with seeded random pauses
+  between words), pulses ``start``, and listens to ``ended`` and ``fault``;
+- **memory**: one :class:`hts.models.memory.Memory` (home and TM). Branch reads are
+  answered ``timing.memory_latency`` cycles after the request with the word as it stands
+  then; the copy-back engine's DMA ports are served as an always-ready memory (read data
+  one cycle after the request), which is what the cycle model assumes;
+- **accelerators**: a Python accelerator behind every shell. When a shell accepts a task
+  it asks the device timing model for the task's cycles, raises ``done`` exactly that
+  many cycles later (and ``writeback`` over the last write-back cycles, as
+  :class:`hts.hdl.accelerator.LatencyCore` does); at the CDB grant it runs the numpy
+  function of ``hts.models.dsp`` on the memory at the regions the shell holds, so a
+  remapping mistake corrupts data. A task released without a grant (aborted) is
+  forgotten.
+
+Python is woken only in cycles that need it: the RTL raises ``wake`` for events, memory
+requests, accelerator starts and releases and copies, and the testbench sleeps on a
+timer until the next answer it owes (a branch read or an accelerator finishing).
+Everything runs at the falling clock edge: inputs for the cycle are written, then its
+outputs are read once settled.
+
+The cocotb test :func:`run_jobs` reads a pickled :class:`hts.cosim.scoreboard.Job` named
+by the ``HTS_COSIM_JOB`` environment variable and writes the results beside it.
+"""
+
+import os
+import pickle
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import cocotb
+from amaranth.hdl import Const
+from amaranth.lib import data
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
+
+from hts.hdl.asr import instance_numbering
+from hts.isa import REGISTER_BITS
+from hts.hdl.hts import branch_read_signature, cpu_signature
+from hts.hdl.layouts import task_layout
+from hts.hdl.trace import TraceReader, canonical, trace_layout
+from hts.models.accelerator import AcceleratorFunctions
+from hts.models.hts import transfer_cycles
+from hts.models.memory import Memory, read_beat, write_beat
+
+from .scoreboard import Job, RunOutcome, RunSpec, score
+
+__all__ = ["TB", "RTLRun", "run_jobs"]
+
+PERIOD_NS = 10
+
+
+@dataclass
+class RTLRun:
+    """What the RTL did with one set of programs."""
+    events: list[dict]
+    cycles: int | None            # the model's ``RunResult.cycles`` (last end + 1); None if it never ended
+    memory: Memory
+    faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc)
+    wakes: int = 0                # cycles in which Python looked
+
+
+@dataclass
+class _Running:
+    """A task on a Python accelerator: in which cycles its core raises ``done`` and ``writeback``."""
+    done_at: int
+    writeback_from: int
+
+
+def _pack(layout, fields: dict) -> int:
+    return Const.cast(layout.const(fields)).value
+
+
+class TB:
+    """The scheduler's surroundings, for one configuration: CPUs, memory and accelerators."""
+
+    def __init__(self, dut, config):
+        self.dut, self.config = dut, config
+        self.instances = instance_numbering(config)
+        self.functions = AcceleratorFunctions(config)
+        self.task_layout = data.ArrayLayout(task_layout(config), len(self.instances))
+        self.trace_layout = trace_layout(config)
+        cpu = cpu_signature(config).members
+        self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
+        self.fault_layout = cpu["fault"].shape
+        reads = branch_read_signature(config).members
+        self.block_layout, self.data_layout = reads["block"].shape, reads["data"].shape
+        self.per_beat = config.hts.copyback_words_per_cycle
+        self._clock_started = False
+
+    # ---- set-up ---------------------------------------------------------------------------
+    async def reset(self):
+        dut = self.dut
+        if not self._clock_started:
+            Clock(dut.clk, PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
+            self._clock_started = True
+        await FallingEdge(dut.clk)      # a run ends in a read-only phase
+        for port in (dut.cpu__load, dut.cpu__length, dut.cpu__start, dut.branch_read__data, dut.core_done,
+                     dut.core_writeback, dut.copyback_tm__rvalid, dut.copyback_tm__rdata,
+                     dut.copyback_home__rvalid, dut.copyback_home__rdata):
+            port.value = 0
+        dut.copyback_tm__ready.value = 1
+        dut.copyback_home__ready.value = 1
+        dut.rst.value = 1
+        for _ in range(2):
+            await FallingEdge(dut.clk)
+        dut.rst.value = 0
+
+    async def load(self, programs, rng: random.Random, pause: float):
+        """Write every program through the CPU port, pausing at random, then pulse ``start``."""
+        dut = self.dut
+        for pid, program in enumerate(programs):
+            dut.cpu__length.value = _pack(self.length_layout, {"valid": 1, "pid": pid, "words": len(program)})
+            for addr, word in enumerate(program.words):
+                while rng.random() < pause:
+                    dut.cpu__load.value = 0
+                    await FallingEdge(dut.clk)
+                dut.cpu__load.value = (_pack(self.load_layout, {"valid": 1, "pid": pid, "addr": addr})
+                                       | word << self.load_layout["word"].offset)
+                await FallingEdge(dut.clk)
+                dut.cpu__length.value = 0
+        dut.cpu__load.value = 0
+        dut.cpu__start.value = (1 << len(programs)) - 1
+        await FallingEdge(dut.clk)
+        dut.cpu__start.value = 0
+
+    # ---- one run --------------------------------------------------------------------------
+    async def run(self, programs, memory: Memory, timing, cycle_limit: int) -> RTLRun:
+        """Run loaded programs until every process ends or ``cycle_limit``; ``memory`` is updated."""
+        dut, config = self.dut, self.config
+        reader = TraceReader(config)
+        result = RTLRun([], None, memory)
+        everyone = (1 << len(programs)) - 1
+        latency = config.timing.memory_latency
+        lanes: dict[int, tuple[int, int]] = {}      # branch-read slot -> (cycle due, block)
+        running: dict[int, _Running] = {}           # flat instance -> its task's schedule
+        tm_answer: int | None = None                # word address the TM port read last cycle
+        read_data = 0
+        ended = 0
+        cycle = 0                                    # we stand at the falling edge of this cycle
+        while True:
+            # Inputs of this cycle. Completions land before the reads answered now.
+            dut.core_done.value = sum(1 << flat for flat, task in running.items() if task.done_at <= cycle)
+            dut.core_writeback.value = sum(1 << flat for flat, task in running.items()
+                                           if task.writeback_from <= cycle)
+            dut.copyback_tm__rvalid.value = tm_answer is not None
+            if tm_answer is not None:
+                dut.copyback_tm__rdata.value = read_beat(memory.words, tm_answer, self.per_beat)
+            await ReadWrite()
+            grants = int(dut.grant.value)
+            if grants:
+                self._complete(grants, memory)
+            due = [slot for slot, (when, _) in lanes.items() if when == cycle]
+            for slot in due:
+                read_data = _set_lane(read_data, slot, memory.first_word(lanes.pop(slot)[1]))
+            if due:
+                dut.branch_read__data.value = read_data
+            await ReadOnly()
+
+            result.wakes += 1
+            assert int(dut.cycle.value) == cycle, f"testbench lost count: at {int(dut.cycle.value)}, thought {cycle}"
+            awake = bool(dut.wake.value)
+            if awake:
+                trace = data.Const(self.trace_layout, int(dut.events.value))
+                result.events += reader.events(cycle, trace)
+                ended |= trace.end
+                self._memory_requests(cycle, lanes, latency, memory)
+                tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
+                fault = data.Const(self.fault_layout, int(dut.cpu__fault.value))
+                if fault.valid:
+                    result.faults.append((cycle, fault.pid, fault.pc))
+                self._accelerators(cycle, running, programs, timing)
+            else:
+                tm_answer = None
+            if ended == everyone:
+                result.cycles = cycle + 1
+                break
+            if cycle >= cycle_limit:
+                break
+            follows = awake or tm_answer is not None
+            wanted = [when for when, _ in lanes.values()] + [task.done_at for task in running.values()] \
+                + [task.writeback_from for task in running.values()] + [cycle_limit]
+            next_due = max(cycle + 1, min(wanted))
+            cycle = await self._sleep(cycle, cycle + 1 if follows else next_due)
+        result.events = canonical(result.events)
+        return result
+
+    async def _sleep(self, cycle: int, until: int) -> int:
+        """From the falling edge of ``cycle`` to that of ``until``, or of the first cycle raising ``wake``."""
+        dut = self.dut
+        if until > cycle + 1:
+            # Aim a little before the falling edge of ``until``, in its high half-cycle.
+            await First(RisingEdge(dut.wake), Timer((until - cycle) * PERIOD_NS - 2, unit="ns"))
+        await FallingEdge(dut.clk)
+        return int(dut.cycle.value)
+
+    def _complete(self, grants: int, memory: Memory):
+        """The CDB grants these instances' tasks: run their functions, as the model's ``_complete``."""
+        held = data.Const(self.task_layout, int(self.dut.core_task.value))
+        for flat in range(len(self.instances)):
+            if grants >> flat & 1:
+                task = held[flat]
+                accel = self.config.accelerators[task.accel_class]
+                self.functions.run(memory, accel.id, task.reads.base, task.reads.blocks, task.writes.base,
+                                   task.writes.blocks, task.metadata)
+
+    def _memory_requests(self, cycle: int, lanes: dict, latency: int, memory: Memory):
+        dut = self.dut
+        valid = int(dut.branch_read__valid.value)
+        if valid:
+            blocks = data.Const(self.block_layout, int(dut.branch_read__block.value))
+            for slot in range(len(blocks)):
+                if valid >> slot & 1:
+                    lanes[slot] = (cycle + latency, blocks[slot])
+        if int(dut.copyback_home__write.value):
+            write_beat(memory.words, int(dut.copyback_home__addr.value), self.per_beat,
+                       int(dut.copyback_home__wdata.value))
+
+    def _accelerators(self, cycle: int, running: dict, programs, timing):
+        """Starts and releases of this cycle: schedule or forget each instance's task."""
+        dut = self.dut
+        released, started = int(dut.core_release.value), int(dut.core_start.value)
+        for flat in list(running):
+            if released >> flat & 1:
+                del running[flat]        # granted or aborted: idle from the next cycle
+        if started:
+            held = data.Const(self.task_layout, int(dut.core_task.value))
+            for flat in range(len(self.instances)):
+                if started >> flat & 1:
+                    task = held[flat]
+                    accel = self.config.accelerators[task.accel_class]
+                    cycles = timing.cycles(accel, programs[task.pid].decoded[task.pc])
+                    writing = transfer_cycles(self.config, task.writes.blocks)
+                    running[flat] = _Running(done_at=cycle + cycles,
+                                             writeback_from=max(cycle + 1, cycle + cycles - writing))
+
+
+def _set_lane(vector: int, slot: int, word: int) -> int:
+    """``vector`` (the branch-read data port) with lane ``slot`` set to ``word``."""
+    lane = (1 << REGISTER_BITS) - 1
+    return vector & ~(lane << (REGISTER_BITS * slot)) | (word & lane) << (REGISTER_BITS * slot)
+
+
+@cocotb.test()
+async def run_jobs(dut):
+    """Every run of the job named by ``HTS_COSIM_JOB``; results are pickled beside it."""
+    job_file = Path(os.environ["HTS_COSIM_JOB"])
+    job: Job = pickle.loads(job_file.read_bytes())
+    tb = TB(dut, job.config)
+    outcomes: list[RunOutcome] = []
+    for spec in job.runs:
+        outcomes.append(await _one_run(tb, job, spec))
+        job_file.with_suffix(".out").write_bytes(pickle.dumps(outcomes))   # what is done survives a crash
+        if job.progress:
+            print(f"[cosim] {len(outcomes)}/{len(job.runs)} {spec.name}: "
+                  f"{'match' if outcomes[-1].match else 'MISMATCH'}", flush=True)
+
+
+async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
+    reference = spec.reference(job.config)
+    memory = spec.initial_memory(job.config)
+    await tb.reset()
+    await tb.load(spec.programs, random.Random(spec.seed), job.load_pause)
+    started = time.perf_counter()
+    rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
+    return score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes,
+                 time.perf_counter() - started)

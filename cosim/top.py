@@ -1,0 +1,126 @@
+"""The Verilog that cocotb drives: ``HTS`` with its accelerator cores left to the testbench.
+
+:class:`CosimTop` is the whole scheduler with an :class:`ExternalCore` in every
+accelerator shell, so that Python accelerators (``hts.cosim.testbench``) decide when each
+task finishes and compute its data, through the same shell ports a real core uses. It
+adds what makes a fast co-simulation possible: a cycle counter, and ``wake``, high in
+every cycle in which the testbench has something to read or answer. The testbench sleeps
+through all other cycles (an 18,000-cycle FFT costs little more than its two ends).
+
+``hts.cosim.run`` converts it to Verilog and compiles it with Verilator, once per
+configuration.
+"""
+
+from amaranth.hdl import Cat, Module, Mux
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+from hts.hdl.accelerator import core_signature, dma_signature
+from hts.hdl.asr import instance_numbering
+from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
+from hts.hdl.layouts import task_layout
+from hts.hdl.trace import trace_layout
+
+__all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CYCLE_BITS"]
+
+TOPLEVEL = "hts_cosim"
+CYCLE_BITS = 40
+
+
+class ExternalCore(wiring.Component):
+    """A core whose ``done`` and ``writeback`` the testbench drives (through :class:`CosimTop`).
+
+    Ports: :func:`hts.hdl.accelerator.core_signature`. It moves no data over its DMA port:
+    the Python accelerator reads and writes the testbench's memory directly, at the
+    addresses of the task the shell holds.
+    """
+
+    def __init__(self, config: SystemConfig, class_index: int):
+        super().__init__(core_signature(config))
+
+    def elaborate(self, platform):
+        m = Module()
+        m.d.comb += [self.dma.read.eq(0), self.dma.write.eq(0)]
+        return m
+
+
+class CosimTop(wiring.Component):
+    """``HTS`` with external cores, a cycle counter and a wake-up line for the testbench.
+
+    Ports of the ``HTS`` (driven and read by the testbench as the CPU and the memory):
+    ``cpu``, ``branch_read``, ``copyback_tm``, ``copyback_home``, ``events`` (the trace port); see
+    ``hts.hdl.hts``. The accelerator DMA ports are tied off inside (external cores never
+    request).
+
+    Added ports, one bit or one entry per flat instance (``hts.hdl.asr`` numbering):
+
+    - ``core_start`` (out): the instance accepts a task this cycle;
+    - ``core_release`` (out): its task leaves this cycle (CDB grant or abort);
+    - ``core_task`` (out): the task it holds (the accepted one in the start cycle), with
+      retargets applied: what the accelerator computes at its grant;
+    - ``core_done``, ``core_writeback`` (in, from the testbench): the core's status, as
+      :class:`hts.hdl.accelerator.LatencyCore` would drive it;
+    - ``grant`` (out): the CDB grants of this cycle;
+    - ``cycle`` (out): cycles since the ``start`` pulse of the CPU port (0 in the cycle
+      after it, the model's cycle 0);
+    - ``copying`` (out): the copy-back engine is moving data (its DMA ports need answers);
+    - ``wake`` (out): this cycle has an event, a memory request, a core start or release,
+      or a copy in progress.
+    """
+
+    def __init__(self, config: SystemConfig):
+        instances = len(instance_numbering(config))
+        super().__init__({
+            "cpu": In(cpu_signature(config)),
+            "branch_read": Out(branch_read_signature(config)),
+            "copyback_tm": Out(dma_signature(config)),
+            "copyback_home": Out(dma_signature(config)),
+            "events": Out(trace_layout(config)),
+            "core_start": Out(instances),
+            "core_release": Out(instances),
+            "core_task": Out(data.ArrayLayout(task_layout(config), instances)),
+            "core_done": In(instances),
+            "core_writeback": In(instances),
+            "grant": Out(instances),
+            "cycle": Out(CYCLE_BITS),
+            "copying": Out(1),
+            "wake": Out(1),
+        })
+        self.cores: list[ExternalCore] = []
+        self.hts = HTS(config, core=self._new_core)
+
+    def _new_core(self, config: SystemConfig, class_index: int) -> ExternalCore:
+        core = ExternalCore(config, class_index)
+        self.cores.append(core)
+        return core
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.hts = hts = self.hts
+        for name in ("cpu", "branch_read", "copyback_tm", "copyback_home"):
+            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(hts, name))
+        for dma in hts.accel_dma:
+            m.d.comb += [dma.ready.eq(1), dma.rvalid.eq(0)]
+        cores = self.cores
+        m.d.comb += [
+            self.events.eq(hts.events),
+            self.core_start.eq(Cat(*(core.start for core in cores))),
+            self.core_release.eq(Cat(*(core.release for core in cores))),
+            self.grant.eq(hts.cdb.grant),
+            self.copying.eq(hts.copy_back.copying),
+        ]
+        for flat, core in enumerate(cores):
+            m.d.comb += [self.core_task[flat].eq(core.task), core.done.eq(self.core_done[flat]),
+                         core.writeback.eq(self.core_writeback[flat])]
+        m.d.sync += self.cycle.eq(Mux(self.cpu.start.any(), 0, self.cycle + 1))
+
+        trace = self.events
+        events = Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
+                     trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
+                     *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
+                     trace.decode.valid)
+        m.d.comb += self.wake.eq(events.any() | self.branch_read.valid.any() | self.copying
+                                 | self.copyback_tm.read | self.copyback_home.write | self.cpu.fault.valid
+                                 | self.core_start.any() | self.core_release.any())
+        return m
