@@ -40,7 +40,7 @@ _BUILD_ARGS = ["--no-public-flat-rw", "--public-depth", "1", "-Wno-fatal", "-Wno
 # The PyPI wheel's verilated.mk leaves its "read a precompiled header" flag empty, so g++
 # takes the header for an input file and fails. cocotb's runner calls make itself; make
 # takes variable settings from MAKEFLAGS as from its command line.
-_MAKE_FIX = "CFG_CXXFLAGS_PCH_I=-include"
+MAKE_FIX = "CFG_CXXFLAGS_PCH_I=-include"
 
 
 def cache_root() -> Path:
@@ -83,7 +83,7 @@ def build(config: SystemConfig, waves: bool = False, progress=print, variant: st
     verilog.write_text(verilog_text(CosimTop(config), TOPLEVEL))
     args = [*_BUILD_ARGS, *(["--trace-structs"] if waves else [])]
     make_flags = os.environ.get("MAKEFLAGS")
-    os.environ["MAKEFLAGS"] = f"{make_flags or ''} {_MAKE_FIX}".strip()
+    os.environ["MAKEFLAGS"] = f"{make_flags or ''} {MAKE_FIX}".strip()
     try:
         get_runner("verilator").build(sources=[verilog], hdl_toplevel=TOPLEVEL, build_dir=folder,
                                       build_args=args, waves=waves, log_file=folder / "build.log")
