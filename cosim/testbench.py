@@ -183,9 +183,11 @@ class TB:
             if cycle >= cycle_limit:
                 break
             follows = awake or tm_answer is not None
-            wanted = [when for when, _ in lanes.values()] + [task.done_at for task in running.values()] \
-                + [task.writeback_from for task in running.values()] + [cycle_limit]
-            next_due = max(cycle + 1, min(wanted))
+            # The next cycle whose inputs change: a read answered, a core raising done or
+            # writeback (levels, held until the release, which wakes us anyway).
+            changes = [when for when, _ in lanes.values()] + [
+                when for task in running.values() for when in (task.done_at, task.writeback_from)]
+            next_due = min([when for when in changes if when > cycle] + [max(cycle + 1, cycle_limit)])
             cycle = await self._sleep(cycle, cycle + 1 if follows else next_due)
         result.events = canonical(result.events)
         return result
