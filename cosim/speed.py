@@ -14,7 +14,6 @@
 import argparse
 import subprocess
 import time
-from pathlib import Path
 
 from hts import benchmarks
 from hts.assembler import assemble

@@ -89,7 +89,7 @@ class TB:
         self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
         self.fault_layout = cpu["fault"].shape
         reads = branch_read_signature(config).members
-        self.block_layout, self.data_layout = reads["block"].shape, reads["data"].shape
+        self.block_layout = reads["block"].shape
         self.per_beat = config.hts.copyback_words_per_cycle
         self._clock_started = False
 

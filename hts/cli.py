@@ -249,6 +249,11 @@ def cmd_compare(args) -> int:
     return 0 if all(row["memory_matches_sequential"] for row in rows) else 1
 
 
+def _to_stderr(message: str):
+    """Progress lines: on stderr, so that --json output stays one object on stdout."""
+    print(message, file=sys.stderr, flush=True)
+
+
 def _print_outcome_failure(outcome):
     print(f"MISMATCH {outcome.name}: {outcome.difference}", file=sys.stderr)
     print(f"  reproduce: {outcome.reproduce}", file=sys.stderr)
@@ -262,8 +267,7 @@ def cmd_cosim(args) -> int:
     programs = tuple(_load_programs(args.programs, config))
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed)])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
-    progress = (lambda message: print(message, file=sys.stderr, flush=True))
-    [outcome] = cosimulate(Job(config, (spec,)), waves=args.waves, progress=progress)
+    [outcome] = cosimulate(Job(config, (spec,)), waves=args.waves, progress=_to_stderr)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
                "memory_digest": outcome.memory_digest, "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
@@ -286,17 +290,16 @@ def cmd_cosim(args) -> int:
 def cmd_fuzz(args) -> int:
     from .cosim.fuzz import fuzz_job
     from .cosim.run import cosimulate
-    progress = (lambda message: print(message, file=sys.stderr, flush=True))
     failures, done, batch = [], 0, args.batch
     while done < args.seeds:
         count = min(batch, args.seeds - done)
         job = fuzz_job(args.system, args.first + done, count)
-        outcomes = cosimulate(job, progress=progress)
+        outcomes = cosimulate(job, progress=_to_stderr)
         failures += [outcome for outcome in outcomes if not outcome.match]
         done += count
         cycles = sum(outcome.cycles or 0 for outcome in outcomes)
-        progress(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
-                 f"({cycles:,} cycles in this batch)")
+        _to_stderr(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
+                   f"({cycles:,} cycles in this batch)")
     for outcome in failures:
         _print_outcome_failure(outcome)
     print(f"{args.seeds - len(failures)} of {args.seeds} random programs match the model "
