@@ -7,14 +7,15 @@ the lowest free instance of its class.
 
 The model sorts offers by decode sequence number. Here age comes from the memory
 tracker's age matrix: an offer's rank is the number of eligible offers older than it,
-and the offers of rank below ``dispatch_width`` are granted. Ranks are distinct, because
+and the offers of rank below ``dispatch_width`` are granted. Every tag's rank is counted
+from its matrix row, and each offer takes the rank of its tag. Ranks are distinct, because
 offers carry distinct tags of tasks in flight, whose ages the matrix orders totally.
 """
 
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -84,27 +85,33 @@ class DispatchArbiter(wiring.Component):
         config = self._config
         classes = range(len(config.accelerators))
         tags = config.hts.tracker_entries
-        # Named signals, so that each expression is built once and shared by its readers.
         eligible = Signal(len(classes))
         granted = Signal(len(classes))
-        one_hot_tags = [Signal(tags, name=f"offered_tag_{c}") for c in classes]
-        rows = [Signal(tags, name=f"older_than_{c}") for c in classes]
-        ranks = [Signal(range(len(classes)), name=f"rank_{c}") for c in classes]
         m.d.comb += eligible.eq(self.offer_valid & self.has_free)
-        for c in classes:
-            m.d.comb += [one_hot_tags[c].eq(1 << self.offer_task[c].tag), rows[c].eq(self._row(one_hot_tags[c]))]
-
-        # One age comparison per pair of classes: offered tags are distinct tasks in flight,
-        # so of two eligible offers exactly one is the older.
-        older = {}
-        for c in classes:
-            for d in classes[c + 1:]:
-                older[d, c] = Signal(name=f"older_{d}_than_{c}")
-                m.d.comb += older[d, c].eq((rows[c] & one_hot_tags[d]).any())
-                older[c, d] = ~older[d, c]
-        for c in classes:
-            m.d.comb += [ranks[c].eq(sum((eligible[d] & older[d, c] for d in classes if d != c), start=0)),
-                         granted[c].eq(eligible[c] & (ranks[c] < config.hts.dispatch_width))]
+        # The tags of the eligible offers (distinct: each is a different task in flight).
+        eligible_tags = Signal(tags)
+        m.d.comb += eligible_tags.eq(reduce(operator.or_, (Mux(eligible[c], 1 << self.offer_task[c].tag, 0)
+                                                           for c in classes)))
+        # The rank every tag would have among the eligible offers: how many of them are
+        # older. It is computed for all tags from the matrix rows as they are, and each
+        # offer then picks its tag's rank: selecting an age row by tag instead costs a
+        # wide multiplexer per offer and row bit, most of this block's logic when it did.
+        width = config.hts.dispatch_width
+        ranks = [Signal(range(len(classes)), name=f"rank_{c}") for c in classes]
+        if width == 1:
+            # Only "no older eligible offer" matters: an AND-OR per tag, no adder; the
+            # single grant is of rank 0, so ``ranks`` stay 0.
+            first = Signal(tags)
+            m.d.comb += first.eq(Cat(*(~(row & eligible_tags).any() for row in self.older)))
+            for c in classes:
+                m.d.comb += granted[c].eq(eligible[c] & first.bit_select(self.offer_task[c].tag, 1))
+        else:
+            tag_ranks = Signal(data.ArrayLayout(range(tags), tags))
+            for tag, row in enumerate(self.older):
+                m.d.comb += tag_ranks[tag].eq(sum(row & eligible_tags, start=0))
+            for c in classes:
+                m.d.comb += [ranks[c].eq(tag_ranks[self.offer_task[c].tag]),
+                             granted[c].eq(eligible[c] & (ranks[c] < width))]
 
         m.d.comb += self.take.eq(granted)
         for c in classes:
@@ -123,14 +130,6 @@ class DispatchArbiter(wiring.Component):
                          event.instance.eq(self._select(in_slot, self.free_instance)),
                          event.task.eq(self._select(in_slot, self.offer_task))]
         return m
-
-    def _row(self, one_hot_tag):
-        """The age-matrix row of a one-hot tag: the tags decoded before it.
-
-        An AND-OR over the rows rather than the matrix indexed by a binary tag: Yosys builds
-        an indexed read of the matrix as a barrel shifter over all of it.
-        """
-        return self._select(one_hot_tag, self.older)
 
     @staticmethod
     def _select(one_hot, values):

@@ -2,8 +2,8 @@
 
 RTL of ``hts.models.reservation_station`` as ``models/hts.py`` drives it (``_issue``,
 ``_dispatch``, ``_squash``, ``_confirm``, ``_end_of_cycle``, ``_apply_retarget``); see
-docs/microarchitecture.md for its timing. Same age-ordered collapsing queue as the
-dispatch window (:class:`hts.hdl.window.AgeQueue`).
+docs/microarchitecture.md for its timing. Same fixed-slot queue with an age matrix as
+the dispatch window (:class:`hts.hdl.window.AgeQueue`).
 """
 
 from amaranth.hdl import Cat, Module
@@ -52,7 +52,7 @@ class ReservationStation(AgeQueue):
 
     def _departures(self, m: Module, movable: list) -> list:
         ready = [can_move & ~entry.waits.any() for can_move, entry in zip(movable, self.entries)]
-        oldest_ready = [is_ready & ~Cat(*ready[:index]).any() for index, is_ready in enumerate(ready)]
+        oldest_ready = [is_ready & ~self._older_than(index, ready).any() for index, is_ready in enumerate(ready)]
         m.d.comb += self.offer_valid.eq(Cat(*ready).any())
         for chosen, entry in zip(oldest_ready, self.entries):
             with m.If(chosen):

@@ -2,9 +2,9 @@
 
 RTL of ``hts.models.window`` as ``models/hts.py`` drives it (``_issue``, ``_squash``,
 ``_confirm``, ``_end_of_cycle``, ``_apply_retarget``); see docs/microarchitecture.md for
-its timing. The window and the reservation stations are the same kind of structure, an
-age-ordered collapsing queue of ``task_layout`` records (entry 0 is the oldest, so a
-position is an age), and share :class:`AgeQueue` defined here.
+its timing. The window and the reservation stations are the same kind of structure, a
+queue of ``task_layout`` records searched oldest first, and share :class:`AgeQueue`
+defined here.
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -39,20 +39,30 @@ def _count(bits):
     return sum(bits, start=0)
 
 
-class AgeQueue(wiring.Component):
-    """A collapsing queue of ``capacity`` task records: entry 0 is the oldest.
+def _fewer_than(bits, limit: int):
+    """Fewer than ``limit`` bits of the value ``bits`` are set (no adder for a limit of 1)."""
+    return ~bits.any() if limit == 1 else _count(bits) < limit
 
-    Every cycle some entries leave (squashed, or moved on as the subclass decides in
-    ``_departures``), the others slide down over the gaps keeping their order, and the
-    subclass's ``_arrivals`` land behind them. Every entry that stays or arrives gets the
-    end-of-cycle updates of ``models/hts.py`` on its way into the register: the tags
-    released this cycle leave its ``waits``, the confirmed speculation IDs leave its
-    ``mask``, and a retarget rewrites its ranges.
+
+class AgeQueue(wiring.Component):
+    """``capacity`` task records in fixed slots, with an age matrix saying which is older.
+
+    A record is written into a free slot when it arrives and stays there until it leaves,
+    so nothing moves: "the oldest" is found through the age matrix, as the memory tracker
+    finds its oldest tag. (A collapsing queue, which keeps age by position, pays for a
+    multiplexer over every younger position on every stored bit; on 145-bit records that
+    was most of the stations' and the window's logic.) Every cycle some entries leave
+    (squashed, or moved on as the subclass decides in ``_departures``) and the subclass's
+    ``_arrivals`` are written into the slots that were free at the start of the cycle,
+    lowest first, each younger than every entry staying and than the arrivals before it.
+    Every entry that stays or arrives gets the end-of-cycle updates of ``models/hts.py``
+    on its way into the register: the tags released this cycle leave its ``waits``, the
+    confirmed speculation IDs leave its ``mask``, and a retarget rewrites its ranges.
 
     Ports common to the window and the stations:
 
     - ``room`` (out, to the stage that fills the queue): free entries at the start of
-      the cycle;
+      the cycle; the filling stage never sends more arrivals than that;
     - ``squash`` (in, from the branch unit): speculation IDs mispredicted this cycle.
       Every entry whose ``mask`` meets it is removed at once: it neither moves on this
       cycle nor stays;
@@ -70,8 +80,10 @@ class AgeQueue(wiring.Component):
       ``retarget_home``. (The model matches writes on the TM region rather than on the
       producer's tag: while the TLB entry lives, only its producer writes that region.)
 
-    Registered state (not ports; read by the tests): ``entries`` and ``count``, the
-    number of valid entries, which fill ``entries[0:count]``.
+    Registered state (not ports; the tests read it and order the valid slots by
+    ``older``): ``valid`` (one bit per slot), ``entries`` (the records; a free slot's is
+    meaningless) and ``older`` (``older[i]`` bit ``j``: the entry in slot ``j`` arrived
+    before the one in slot ``i``; meaningful only where both are valid).
     """
 
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
@@ -79,33 +91,39 @@ class AgeQueue(wiring.Component):
         self._task = task_layout(config)
         self._tags = config.hts.tracker_entries
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
+        self.valid = Signal(capacity)
         self.entries = Signal(data.ArrayLayout(self._task, capacity))
-        self.count = Signal(range(capacity + 1))
+        self.older = Signal(data.ArrayLayout(capacity, capacity))
 
     def _departures(self, m: Module, movable: list) -> list:
-        """Drive the outputs to the next stage; one bit per entry that moves on at the edge.
+        """Drive the outputs to the next stage; one bit per slot whose entry moves on at the edge.
 
-        ``movable[i]``: entry ``i`` is valid and not squashed (start-of-cycle state).
+        ``movable[i]``: slot ``i`` is valid and not squashed (start-of-cycle state).
         """
         raise NotImplementedError
 
     def _arrivals(self) -> list:
-        """``(valid, record)`` pairs landing behind the survivors, oldest first."""
+        """``(valid, record)`` pairs written into free slots, oldest first."""
         raise NotImplementedError
+
+    def _older_than(self, index: int, bits: list):
+        """Which of ``bits`` (one per slot) belong to entries older than slot ``index``'s."""
+        return Cat(*bits) & self.older[index]
 
     def elaborate(self, platform):
         m = Module()
-        valid = [self.count > index for index in range(self._capacity)]
+        capacity = self._capacity
+        valid = list(self.valid)
         squashed = [valid[index] & (entry.mask & self.squash).any() for index, entry in enumerate(self.entries)]
         m.d.comb += [
-            self.room.eq(self._capacity - self.count),
+            self.room.eq(capacity - _count(valid)),
             self.squashed_tags.eq(self._tag_set(squashed)),
             self.queued_tags.eq(self._tag_set(valid)),
         ]
-        movable = [valid[index] & ~squashed[index] for index in range(self._capacity)]
+        movable = [valid[index] & ~squashed[index] for index in range(capacity)]
         departing = self._departures(m, movable)
-        staying = [movable[index] & ~departing[index] for index in range(self._capacity)]
-        self._collapse(m, staying, self._arrivals())
+        staying = [movable[index] & ~departing[index] for index in range(capacity)]
+        self._fill(m, staying, self._arrivals())
         return m
 
     def _tag_set(self, selected: list):
@@ -113,39 +131,59 @@ class AgeQueue(wiring.Component):
         return Cat(*(Cat(*(chosen & (entry.tag == tag) for chosen, entry in zip(selected, self.entries))).any()
                      for tag in range(self._tags)))
 
-    def _collapse(self, m: Module, staying: list, arrivals: list):
-        """Slide the staying entries down over the gaps, append the arrivals, apply the updates."""
+    def _fill(self, m: Module, staying: list, arrivals: list):
+        """Write the arrivals into the free slots, age them, and update every slot's record."""
         capacity = self._capacity
-        # below[i]: staying entries older than entry i, which is where entry i goes.
-        below = [Signal(range(capacity + 1), name=f"staying_below_{index}") for index in range(capacity + 1)]
-        for index in range(capacity):
-            m.d.comb += below[index + 1].eq(below[index] + staying[index])
-        survivors = below[capacity]
-        landing = [survivors + _count(valid for valid, _ in arrivals[:k]) for k in range(len(arrivals))]
-
+        free = [~bit for bit in self.valid]
+        # The k-th valid arrival takes the k-th slot free at the start of the cycle.
+        free_below = [_count(free[:slot]) for slot in range(capacity)]
+        arrivals_before = [_count(arrival_valid for arrival_valid, _ in arrivals[:k]) for k in range(len(arrivals))]
+        takes = [[Signal(name=f"slot_{slot}_takes_{k}") for k in range(len(arrivals))] for slot in range(capacity)]
+        arriving = Signal(capacity)
         for slot in range(capacity):
-            incoming = Signal(self._task, name=f"incoming_{slot}")
-            for index in range(slot, capacity):
-                with m.If(staying[index] & (below[index] == slot)):
-                    m.d.comb += incoming.eq(self.entries[index])
-            for (valid, record), place in zip(arrivals, landing):
-                with m.If(valid & (place == slot)):
-                    m.d.comb += incoming.eq(record)
-            self._land(m, self.entries[slot], incoming)
-        m.d.sync += self.count.eq(survivors + _count(valid for valid, _ in arrivals))
+            for k, (arrival_valid, _) in enumerate(arrivals):
+                m.d.comb += takes[slot][k].eq(free[slot] & arrival_valid & (free_below[slot] == arrivals_before[k]))
+            m.d.comb += arriving[slot].eq(Cat(*takes[slot]).any())
 
-    def _land(self, m: Module, target, task):
-        """Register ``task`` into ``target`` with this cycle's end-of-cycle updates."""
-        m.d.sync += [
-            target.eq(task),
-            target.waits.eq(task.waits & ~self.broadcast),
-            target.mask.eq(task.mask & ~self.confirm),
+        # The end-of-cycle updates are applied once per source (each slot's own record,
+        # each arrival) and the slot then selects among updated records: updating after
+        # the selection would repeat the retarget's range compare for every slot on a
+        # deeper, multiplexed value.
+        updated_arrivals = [self._updated(m, record, f"arrival_{k}") for k, (_, record) in enumerate(arrivals)]
+        for slot in range(capacity):
+            following = self._updated(m, self.entries[slot], f"slot_{slot}")
+            for took, record in zip(takes[slot], updated_arrivals):
+                with m.If(took):
+                    m.d.comb += following.eq(record)
+            m.d.sync += self.entries[slot].eq(following)
+            # An arrival is younger than every entry staying and than the arrivals before
+            # it; an entry staying is older than every arrival.
+            with m.If(arriving[slot]):
+                m.d.sync += self.older[slot].eq(Cat(*staying) | self._earlier_arrivals(takes, slot))
+            with m.Else():
+                m.d.sync += self.older[slot].eq(self.older[slot] & ~arriving)
+        m.d.sync += self.valid.eq(Cat(*staying) | arriving)
+
+    @staticmethod
+    def _earlier_arrivals(takes: list, slot: int):
+        """One bit per slot: it takes an arrival that came before the one ``slot`` takes."""
+        return Cat(*(Cat(*(takes[slot][k] & takes[other][j] for k in range(len(takes[slot])) for j in range(k))).any()
+                     for other in range(len(takes))))
+
+    def _updated(self, m: Module, task, name: str) -> Signal:
+        """``task`` with this cycle's end-of-cycle updates, as a named signal."""
+        result = Signal(self._task, name=f"updated_{name}")
+        m.d.comb += [
+            result.eq(task),
+            result.waits.eq(task.waits & ~self.broadcast),
+            result.mask.eq(task.mask & ~self.confirm),
         ]
         with m.If(self.retarget):
             with m.If(task.tag == self.retarget_producer):
-                m.d.sync += target.writes.eq(self.retarget_home)
+                m.d.comb += result.writes.eq(self.retarget_home)
             with m.If(task.reads == self.retarget_tm):
-                m.d.sync += target.reads.eq(self.retarget_home)
+                m.d.comb += result.reads.eq(self.retarget_home)
+        return result
 
 
 class DispatchWindow(AgeQueue):
@@ -184,24 +222,34 @@ class DispatchWindow(AgeQueue):
         return [(self.append, self.append_task)]
 
     def _departures(self, m: Module, movable: list) -> list:
-        capacity, width = self._capacity, self._width
-        # issued_before[i]: tasks older than entry i that issue this cycle (its output position).
-        issued_before = [Signal(range(width + 1), name=f"issued_before_{index}") for index in range(capacity + 1)]
-        issued = []
-        for index, entry in enumerate(self.entries):
-            older_same_class = _count(went & (self.entries[older].accel_class == entry.accel_class)
-                                      for older, went in enumerate(issued))
+        capacity, width, entries = self._capacity, self._width, self.entries
+        # has_room[i]: the station of entry i still has room once the older tasks of its
+        # class have gone. With one task a cycle only the oldest such entry matters, and
+        # for it no older task of its class can be waiting, so its station's room is enough.
+        has_room = []
+        for index, entry in enumerate(entries):
+            room = self.station_room[entry.accel_class]
+            if width == 1:
+                fits = room != 0
+            else:
+                same_class_older = self._older_than(index, [movable[other] & (entries[other].accel_class
+                                                                              == entry.accel_class)
+                                                            for other in range(capacity)])
+                fits = _count(same_class_older) < room
+            has_room.append(Signal(name=f"has_room_{index}"))
+            m.d.comb += has_room[index].eq(movable[index] & fits)
+        # Entry i goes if fewer than ``width`` older entries can; that number is its output position.
+        issued, position = [], []
+        for index in range(capacity):
+            older_going = self._older_than(index, has_room)
             goes = Signal(name=f"issues_{index}")
-            m.d.comb += [
-                goes.eq(movable[index] & (issued_before[index] < width)
-                        & (older_same_class < self.station_room[entry.accel_class])),
-                issued_before[index + 1].eq(issued_before[index] + goes),
-            ]
+            m.d.comb += goes.eq(has_room[index] & _fewer_than(older_going, width))
             issued.append(goes)
+            position.append(_count(older_going) if width > 1 else 0)
 
-        for position in range(width):
-            m.d.comb += self.issue_valid[position].eq(issued_before[capacity] > position)
-            for index in range(position, capacity):
-                with m.If(issued[index] & (issued_before[index] == position)):
-                    m.d.comb += self.issue_task[position].eq(self.entries[index])
+        for output in range(width):
+            m.d.comb += self.issue_valid[output].eq(_count(has_room) > output)
+            for index in range(capacity):
+                with m.If(issued[index] & (position[index] == output)):
+                    m.d.comb += self.issue_task[output].eq(entries[index])
         return issued

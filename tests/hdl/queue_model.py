@@ -184,9 +184,22 @@ def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int], 
     drive_retarget(ctx, dut, retarget)
 
 
+def age_order(valid: int, older) -> list[int]:
+    """The valid slots of an age-matrix queue, oldest first.
+
+    Each slot's place is the number of valid slots its ``older`` row names; the rows of a
+    consistent matrix give every place once, which is asserted.
+    """
+    slots = [slot for slot in range(len(older)) if valid >> slot & 1]
+    place = {slot: sum(1 for other in slots if int(older[slot]) >> other & 1) for slot in slots}
+    assert sorted(place.values()) == list(range(len(slots))), f"inconsistent age matrix {place}"
+    return sorted(slots, key=place.get)
+
+
 def assert_contents(ctx, dut, tasks, where: str):
     """The queue's registered entries are the model's tasks, oldest first, field by field."""
-    count, entries = ctx.get(dut.count), ctx.get(dut.entries)
-    assert count == len(tasks), where
-    for position, task in enumerate(tasks):
-        assert record_fields(entries[position]) == task_fields(task), f"{where}, entry {position}"
+    entries = ctx.get(dut.entries)
+    slots = age_order(ctx.get(dut.valid), ctx.get(dut.older))
+    assert len(slots) == len(tasks), where
+    for position, (slot, task) in enumerate(zip(slots, tasks)):
+        assert record_fields(entries[slot]) == task_fields(task), f"{where}, entry {position} (slot {slot})"
