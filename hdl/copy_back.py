@@ -35,15 +35,14 @@ read in the start cycle, and a read answer (``tm_port.rvalid``, ``rdata``) drive
 home write (``home_port.write``, ``wdata``) in the cycle it arrives. The memory system
 must not make ``home_port.ready`` depend on ``tm_port``'s answer in the same cycle.
 
-The TLB is a collapsing queue, so the copied entry's position changes while older
-entries leave. The engine keeps its TM base, unique among live entries (the bump
-allocator restarts only when the TLB is empty), and finds it again when the copy ends.
+TLB entries stay in their slots until removed, so the engine keeps the copied entry's
+slot (``copy_index`` at the start) and removes that slot when the copy ends.
 """
 
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
@@ -100,11 +99,10 @@ class CopyBackEngine(wiring.Component):
 
     Choices of the TLB (in, combinational on its start-of-cycle state):
 
-    - ``copy_valid``, ``copy_entry``: the oldest copyable entry;
+    - ``copy_valid``, ``copy_index``, ``copy_entry``: the oldest copyable entry and its
+      slot;
     - ``retarget_valid``, ``retarget_index``, ``retarget_entry``: the oldest retargetable
-      entry and its position;
-    - ``tlb_valid``, ``tlb_entries``: the TLB's registered state, where a finishing copy
-      finds its entry again.
+      entry and its slot.
 
     To the TLB:
 
@@ -115,7 +113,7 @@ class CopyBackEngine(wiring.Component):
       complement (``hts.hdl.accelerator.LatencyCore``), and it stays high from the
       finishing cycle until the grant, when the model has the task among the CDB
       tickets, not running;
-    - ``remove`` (out): one bit per TLB position, the entry retargeted this cycle and the
+    - ``remove`` (out): one bit per TLB slot, the entry retargeted this cycle and the
       entry whose copy finishes this cycle; they leave at the edge.
 
     From the top level:
@@ -168,12 +166,11 @@ class CopyBackEngine(wiring.Component):
         instances = len(instance_numbering(config))
         super().__init__({
             "copy_valid": In(1),
+            "copy_index": In(bits_for(hts.tlb_entries)),
             "copy_entry": In(entry),
             "retarget_valid": In(1),
             "retarget_index": In(bits_for(hts.tlb_entries)),
             "retarget_entry": In(entry),
-            "tlb_valid": In(hts.tlb_entries),
-            "tlb_entries": In(data.ArrayLayout(entry, hts.tlb_entries)),
             "retargetable_tags": Out(tags),
             "remove": Out(hts.tlb_entries),
             "wanted": In(1),
@@ -194,9 +191,8 @@ class CopyBackEngine(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         self._retarget(m)
-        finished = Signal(len(self.remove))
-        self._copy(m, finished)
-        m.d.comb += self.remove.eq(finished | Mux(self.retarget_valid, 1 << self.retarget_index, 0))
+        slot, finishing = self._copy(m)
+        m.d.comb += self.remove.eq(Mux(finishing, 1 << slot, 0) | Mux(self.retarget_valid, 1 << self.retarget_index, 0))
         return m
 
     def _retarget(self, m: Module):
@@ -223,8 +219,9 @@ class CopyBackEngine(wiring.Component):
                          retarget.base.eq(entry.home.base)]
         m.d.comb += self.retargetable_tags.eq(reduce(operator.or_, still_computing, self.queued_tags))
 
-    def _copy(self, m: Module, finished):
-        """Start, data movement and finish of the copy in progress; ``finished`` gets its TLB bit."""
+    def _copy(self, m: Module):
+        """Start, data movement and finish of the copy in progress; returns its TLB slot and
+        whether it finishes this cycle."""
         config = self._config
         per_beat = config.hts.copyback_words_per_cycle
         block_shift = config.memory.block_words.bit_length() - 1
@@ -232,7 +229,7 @@ class CopyBackEngine(wiring.Component):
         address_shape = word_address_width(config)
         entry = self.copy_entry
 
-        tm_base = Signal(config.widths.phys_block)         # identifies the entry in the TLB
+        slot = Signal.like(self.copy_index)                # the copied entry's TLB slot
         read_address = Signal(address_shape)
         write_address = Signal(address_shape)
         reads_left = Signal(beats_shape)
@@ -293,13 +290,11 @@ class CopyBackEngine(wiring.Component):
         last_write = Signal()
         m.d.comb += last_write.eq(self.copying & written & (writes_left == 1))
         with m.If(starting):
-            m.d.sync += [self.copying.eq(1), tm_base.eq(entry.tm_base),
+            m.d.sync += [self.copying.eq(1), slot.eq(self.copy_index),
                          write_address.eq(entry.home.base << block_shift), writes_left.eq(cycles)]
         with m.Else():
             m.d.sync += [write_address.eq(write_address + Mux(written, per_beat, 0)),
                          writes_left.eq(writes_left - written)]
             with m.If(last_write):
                 m.d.sync += self.copying.eq(0)
-
-        m.d.comb += finished.eq(Cat(*(last_write & valid & (tlb_entry.tm_base == tm_base)
-                                      for valid, tlb_entry in zip(self.tlb_valid, self.tlb_entries))))
+        return slot, last_write

@@ -260,14 +260,12 @@ class HTS(wiring.Component):
     def _copy_back(self, m: Module):
         """The engine's inputs: TLB choices, what may still be retargeted, whether a copy is wanted."""
         copy_back, tlb, tracker, decode = self.copy_back, self.tlb, self.tracker, self.decode
-        for name in ("copy_valid", "copy_entry", "retarget_valid", "retarget_index", "retarget_entry"):
+        for name in ("copy_valid", "copy_index", "copy_entry", "retarget_valid", "retarget_index", "retarget_entry"):
             m.d.comb += getattr(copy_back, name).eq(getattr(tlb, name))
         m.d.comb += [
-            copy_back.tlb_valid.eq(tlb.valid),
-            copy_back.tlb_entries.eq(tlb.entries),
             tlb.retargetable_tags.eq(copy_back.retargetable_tags),
             tlb.tracker_valid.eq(tracker.valid),
-            tlb.tracker_entries.eq(tracker.entries),
+            tlb.touches.eq(tracker.touches),
             copy_back.queued_tags.eq(reduce(operator.or_, (station.queued_tags for station in self.stations),
                                             self.window.queued_tags)),
         ]
@@ -362,6 +360,11 @@ class HTS(wiring.Component):
             decode.tlb_branch_phys.eq(tlb.branch_phys),
             tlb.alloc.eq(decode.tlb_alloc),
             tlb.alloc_entry.eq(decode.tlb_alloc_entry),
+            # Tracker: which TLB homes its entries touch, kept as TLB entries arrive.
+            tracker.tlb_alloc.eq(decode.tlb_alloc),
+            tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
+            tracker.tlb_alloc_home.eq(decode.tlb_alloc_entry.home),
+            *(home.eq(entry.home) for home, entry in zip(tracker.tlb_homes, tlb.entries)),
             # Branch reads go straight to the memory port.
             self.branch_read.valid.eq(branch_unit.read_valid),
             self.branch_read.block.eq(branch_unit.read_block),

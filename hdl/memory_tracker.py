@@ -6,13 +6,18 @@ task's tag. It also keeps the age matrix of the tasks in flight, which every blo
 must pick "the oldest" reads (a tag's age never changes while it is valid, so the matrix
 is written only when a tag is allocated). A retarget by the copy-back engine rewrites
 ranges in place (``_apply_retarget`` of ``models/hts.py``).
+
+It also keeps, registered, which TLB slots each entry touches, so that the TLB's copy-back
+choice reads one bit per (tag, slot) instead of comparing every home with every range
+each cycle. Tracker ranges change only when a tag is allocated or retargeted, and TLB
+homes only when a slot is allocated, so the bits are computed at those edges alone.
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, region_layout, tracker_entry_layout
 
@@ -44,17 +49,28 @@ class MemoryTracker(wiring.Component):
       before the end-of-cycle rewrite). The model matches writes on the TM region rather
       than on the producer's tag: while the TLB entry lives, only its producer writes it.
 
+    TLB homes, for ``touches`` (in, from the TLB and decode):
+
+    - ``tlb_homes``: the home region of every TLB slot (the TLB's registered ``entries``;
+      those of free slots are never used);
+    - ``tlb_alloc``, ``tlb_alloc_slot``, ``tlb_alloc_home``: decode writes a TLB entry
+      with home ``tlb_alloc_home`` into slot ``tlb_alloc_slot`` (the TLB's ``alloc_slot``)
+      at this edge.
+
     State read by other blocks:
 
     - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions and pid;
     - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
       task ``j`` (both valid);
     - ``holds_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some entry
-      still reads or writes TM (combinational, on the state the edge will register).
+      still reads or writes TM (combinational, on the state the edge will register);
+    - ``touches`` (out, to the TLB): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
+      overlap the home of TLB slot ``i`` (registered; meaningful when both are valid).
     """
 
     def __init__(self, config: SystemConfig):
         self._count = count = config.hts.tracker_entries
+        slots = config.hts.tlb_entries
         region = region_layout(config)
         entry = tracker_entry_layout(config)
         super().__init__({
@@ -73,10 +89,15 @@ class MemoryTracker(wiring.Component):
             "retarget_tm": In(region),
             "retarget_home": In(region),
             "retarget_producer": In(config.widths.tag),
+            "tlb_homes": In(data.ArrayLayout(region, slots)),
+            "tlb_alloc": In(1),
+            "tlb_alloc_slot": In(bits_for(slots)),
+            "tlb_alloc_home": In(region),
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
             "older": Out(data.ArrayLayout(count, count)),
             "holds_tm": Out(1),
+            "touches": Out(data.ArrayLayout(slots, count)),
         })
         self._home_blocks = config.memory.blocks
 
@@ -104,17 +125,20 @@ class MemoryTracker(wiring.Component):
 
         allocated = Signal(count)
         remaining = self.valid & ~self.release
-        in_tm = []
+        in_tm, followings, rewritten = [], [], []
         for tag in range(count):
             landing = Signal.like(self.alloc_entry, name=f"landing_{tag}")
             m.d.comb += landing.eq(self.entries[tag])
             with m.If(self.alloc & (self.free_tag == tag)):
                 m.d.comb += landing.eq(self.alloc_entry)
-            following = self._retargeted(m, tag, landing)
+            following, rewrote = self._retargeted(m, tag, landing, f"retargeted_{tag}")
             m.d.sync += self.entries[tag].eq(following)
             stays = remaining[tag] | allocated[tag]
             in_tm.append(stays & (self._in_tm(following.reads) | self._in_tm(following.writes)))
+            followings.append(following)
+            rewritten.append(rewrote)
         m.d.comb += self.holds_tm.eq(Cat(*in_tm).any())
+        self._update_touches(m, followings, rewritten, allocated)
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)
             for tag in range(count):
@@ -129,17 +153,44 @@ class MemoryTracker(wiring.Component):
     def _in_tm(self, region):
         return (region.blocks != 0) & (region.base >= self._home_blocks)
 
-    def _retargeted(self, m: Module, tag: int, entry):
-        """``entry`` (for ``tag``) with this cycle's retarget applied.
+    def _retargeted(self, m: Module, tag, entry, name: str):
+        """``entry`` (for ``tag``) with this cycle's retarget applied, and whether it rewrote a range.
 
         Entries not in use are rewritten too: their contents are never read, so the valid
         bit need not gate the rewrite.
         """
-        result = Signal.like(self.alloc_entry, name=f"retargeted_{tag}")
-        m.d.comb += result.eq(entry)
-        with m.If(self.retarget):
-            with m.If(entry.reads == self.retarget_tm):
-                m.d.comb += result.reads.eq(self.retarget_home)
-            with m.If(self.retarget_producer == tag):
-                m.d.comb += result.writes.eq(self.retarget_home)
-        return result
+        result = Signal.like(self.alloc_entry, name=name)
+        reads = self.retarget & (entry.reads == self.retarget_tm)
+        writes = self.retarget & (self.retarget_producer == tag)
+        m.d.comb += [result.eq(entry),
+                     result.reads.eq(Mux(reads, self.retarget_home, entry.reads)),
+                     result.writes.eq(Mux(writes, self.retarget_home, entry.writes))]
+        return result, reads | writes
+
+    @staticmethod
+    def _touches(entry, home):
+        """Whether ``entry``'s reads or writes overlap ``home``."""
+        return overlaps(entry.reads, home) | overlaps(entry.writes, home)
+
+    def _update_touches(self, m: Module, followings, rewritten, allocated):
+        """``touches`` at the edge; ``followings`` are the entries the edge registers.
+
+        - A tag allocated now: its new entry against every TLB home.
+        - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
+          in home memory (decode faults on an indirect region past its end, and the
+          assembler refuses a direct one), so the old row already holds the other range's
+          bits and the retarget home's only need adding.
+        - A TLB slot allocated now: its column, against every entry's next state.
+
+        Rows of free tags and columns of free slots go stale: the TLB ANDs with ``valid``.
+        """
+        homes = list(self.tlb_homes)
+        arriving, _ = self._retargeted(m, self.free_tag, self.alloc_entry, "arriving")
+        arriving_row = Cat(*(self._touches(arriving, home) for home in homes))
+        retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
+        new_slot = Signal(len(homes))
+        m.d.comb += new_slot.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0))
+        for tag, following in enumerate(followings):
+            row = Mux(allocated[tag], arriving_row, self.touches[tag] | Mux(rewritten[tag], retarget_row, 0))
+            m.d.sync += self.touches[tag].eq(row & ~new_slot
+                                             | Mux(self._touches(following, self.tlb_alloc_home), new_slot, 0))

@@ -1,18 +1,27 @@
 """Task Lookup Buffer and transactional-memory allocator: where speculative outputs live.
 
 RTL of ``hts.models.tlb``; docs/microarchitecture.md gives the rules and their timing.
-Entries are kept oldest first by position (a collapsing queue), so "youngest overlapping"
-is a priority search from the top and "no older entry overlaps" a search below. TM space
-is a bump pointer, reset when the buffer is empty and nothing in flight still reads TM.
+Entries sit in fixed slots: one is written into the lowest free slot when decode
+allocates it and never moves, so only its producer bit and its mask change in place.
+The model's list order (oldest first) is an age matrix instead, written only at
+allocation as the memory tracker's is: "youngest overlapping" is a hit that no younger
+hit shadows, "oldest candidate" a candidate with no older candidate. Two more relations
+are kept registered so that the copy-back choice compares no ranges each cycle: which
+older entries a slot's home overlaps (here, written at allocation), and which in-flight
+accesses touch a slot's home (the tracker's ``touches``). TM space is a bump pointer,
+reset when the buffer is empty and nothing in flight still reads TM.
 """
 
-from amaranth.hdl import Cat, Const, Module, Signal
+import operator
+from functools import reduce
+
+from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, region_layout, tracker_entry_layout
+from .layouts import overlaps, region_layout
 
 __all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
 
@@ -35,8 +44,32 @@ def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
                               "mask": config.hts.spec_ids, "producer": config.widths.tag})
 
 
+# With ``older[j]`` bit ``i`` set when slot ``i`` is older than slot ``j`` (never ``i`` =
+# ``j``: a row is written with the slots valid before its own), row ``i`` is the slots
+# older than ``i`` and column ``i`` the slots younger.
+
+def youngest(chosen: Signal, older) -> list[Value]:
+    """One bit per slot: in ``chosen`` with no younger slot in it."""
+    return [chosen[i] & ~(chosen & Cat(*(row[i] for row in older))).any() for i in range(len(chosen))]
+
+
+def oldest(chosen: Signal, older) -> list[Value]:
+    """One bit per slot: in ``chosen`` with no older slot in it."""
+    return [chosen[i] & ~(chosen & older[i]).any() for i in range(len(chosen))]
+
+
+def select(one_hot: list[Value], values) -> Value:
+    """The value whose bit is set in ``one_hot`` (at most one is), 0 if none: an AND-OR, no priority."""
+    return reduce(operator.or_, (Mux(bit, Value.cast(value), 0) for bit, value in zip(one_hot, values)))
+
+
+def encode(one_hot: list[Value]) -> Value:
+    """The index of the bit set in ``one_hot`` (at most one is), 0 if none."""
+    return reduce(operator.or_, (Mux(bit, index, 0) for index, bit in enumerate(one_hot)), Const(0))
+
+
 class TaskLookupBuffer(wiring.Component):
-    """``hts.tlb_entries`` mappings home region -> TM region, oldest first.
+    """``hts.tlb_entries`` mappings home region -> TM region, in fixed slots.
 
     Look-ups for decode (combinational, start-of-cycle state):
 
@@ -49,44 +82,50 @@ class TaskLookupBuffer(wiring.Component):
     - ``branch_block`` (in): the block a memory branch reads; ``branch_phys`` (out): where
       its current value is (the youngest covering entry's TM block, or itself).
     - ``alloc_blocks`` (in): size of a speculative output; ``has_room`` (out): a free
-      entry and that many TM blocks left; ``alloc_tm_base`` (out): where it would go.
+      slot and that many TM blocks left; ``alloc_tm_base`` (out): where it would go;
+      ``alloc_slot`` (out, also to the memory tracker): the lowest free slot, where it
+      would be written.
 
     Updates from decode and the back end (land at the clock edge, in the model's order):
 
-    - ``alloc`` (in) with ``alloc_entry`` (in, ``tlb_request_layout``): append an entry at
-      ``alloc_tm_base``;
+    - ``alloc`` (in, from decode, only with ``has_room``) with ``alloc_entry`` (in,
+      ``tlb_request_layout``): write an entry at ``alloc_tm_base`` into slot
+      ``alloc_slot``, younger than every entry present;
     - ``broadcast`` (in, from the CDB: tags broadcast or squashed this cycle): entries
       whose producer is among them learn that it is done;
     - ``confirm`` (in): speculation IDs cleared from every mask;
     - ``drop`` (in): entries under these IDs are removed (misprediction);
-    - ``remove`` (in, one bit per position, from the copy-back engine): entries copied home
+    - ``remove`` (in, one bit per slot, from the copy-back engine): entries copied home
       or retargeted this cycle;
     - ``tm_idle`` (in, from the top level): after this cycle nothing in flight refers to
       TM, so an empty buffer may reset the bump pointer.
 
     Choices for the copy-back engine (combinational, start-of-cycle state):
 
-    - ``tracker_valid``, ``tracker_entries`` (in, from the memory tracker): every in-flight
-      access; ``retargetable_tags`` (in, from the top level): producers that have not
-      started writing back;
+    - ``tracker_valid`` (in, from the memory tracker): the tags in flight; ``touches``
+      (in, from the memory tracker): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
+      overlap slot ``i``'s home; ``retargetable_tags`` (in, from the copy-back engine):
+      producers that have not started writing back;
     - ``copy_valid``, ``copy_index``, ``copy_entry`` (out): the oldest entry that may be
-      copied home (resolved, produced, no older overlap, no in-flight access to its home);
+      copied home (resolved, produced, no older overlap, no in-flight access to its home)
+      and its slot;
     - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the oldest resolved
       entry whose producer may still be told to write home (same conditions, its own
-      producer's accesses aside).
+      producer's accesses aside) and its slot.
 
-    State: ``valid`` and ``entries`` (out), for the top level's retire logic.
+    State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
+    tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
+    entry in slot ``j`` was allocated before the one in slot ``i``; both valid).
     """
 
     def __init__(self, config: SystemConfig):
         hts = config.hts
         self._config = config
-        self._count = hts.tlb_entries
+        self._count = count = hts.tlb_entries
         self._home_blocks = config.memory.blocks
         self._tm_blocks = hts.tm_blocks
-        self._tracker_count = hts.tracker_entries
         entry, region = tlb_entry_layout(config), region_layout(config)
-        index = bits_for(hts.tlb_entries)
+        index = bits_for(count)
         super().__init__({
             "read_region": In(region),
             "read_hit": Out(1),
@@ -99,15 +138,16 @@ class TaskLookupBuffer(wiring.Component):
             "alloc_blocks": In(config.widths.region_blocks),
             "has_room": Out(1),
             "alloc_tm_base": Out(config.widths.phys_block),
+            "alloc_slot": Out(index),
             "alloc": In(1),
             "alloc_entry": In(tlb_request_layout(config)),
             "broadcast": In(hts.tracker_entries),
             "confirm": In(hts.spec_ids),
             "drop": In(hts.spec_ids),
-            "remove": In(hts.tlb_entries),
+            "remove": In(count),
             "tm_idle": In(1),
             "tracker_valid": In(hts.tracker_entries),
-            "tracker_entries": In(data.ArrayLayout(tracker_entry_layout(config), hts.tracker_entries)),
+            "touches": In(data.ArrayLayout(count, hts.tracker_entries)),
             "retargetable_tags": In(hts.tracker_entries),
             "copy_valid": Out(1),
             "copy_index": Out(index),
@@ -115,9 +155,12 @@ class TaskLookupBuffer(wiring.Component):
             "retarget_valid": Out(1),
             "retarget_index": Out(index),
             "retarget_entry": Out(entry),
-            "valid": Out(hts.tlb_entries),
-            "entries": Out(data.ArrayLayout(entry, hts.tlb_entries)),
+            "valid": Out(count),
+            "entries": Out(data.ArrayLayout(entry, count)),
         })
+        self.older = Signal(data.ArrayLayout(count, count))
+        # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
+        self._shadowed = Signal(data.ArrayLayout(count, count))
 
     def elaborate(self, platform):
         m = Module()
@@ -127,40 +170,48 @@ class TaskLookupBuffer(wiring.Component):
         self._look_up(m)
         self._choose_for_copy_back(m)
 
-        # Room: a free entry (the queue is full when its last position is valid) and TM left.
+        # Room: a free slot and TM left. The lowest free slot: the last assignment of a
+        # descending scan wins.
         m.d.comb += [
-            self.has_room.eq(~self.valid[count - 1] & (tm_next + self.alloc_blocks <= self._tm_blocks)),
+            self.has_room.eq(~self.valid.all() & (tm_next + self.alloc_blocks <= self._tm_blocks)),
             self.alloc_tm_base.eq(self._home_blocks + tm_next),
         ]
+        for slot in reversed(range(count)):
+            with m.If(~self.valid[slot]):
+                m.d.comb += self.alloc_slot.eq(slot)
+        allocating = Signal(count)                 # the slot written this cycle, if any
+        m.d.comb += allocating.eq(Mux(self.alloc, 1 << self.alloc_slot, 0))
 
-        # End of cycle: update every entry (the one decode appends included), then compact
-        # the survivors, oldest first.
+        # End of cycle: the new entry lands in its slot, then every entry (the new one
+        # included, as in the model) takes this cycle's broadcast, confirm and drop.
         new_entry = Signal(tlb_entry_layout(self._config))
         request = self.alloc_entry
         m.d.comb += [new_entry.pid.eq(request.pid), new_entry.home.eq(request.home),
                      new_entry.mask.eq(request.mask), new_entry.producer.eq(request.producer),
                      new_entry.tm_base.eq(self.alloc_tm_base)]
-        candidates = [*zip(self.entries, self.valid, self.remove), (new_entry, self.alloc, Const(0))]
-        updated = [Signal.like(new_entry, name=f"updated{i}") for i in range(count + 1)]
-        survives = Signal(count + 1)
-        for i, (entry, valid, removed) in enumerate(candidates):
-            m.d.comb += [
-                updated[i].eq(entry),
-                updated[i].producer_done.eq(entry.producer_done | self.broadcast.bit_select(entry.producer, 1)),
-                updated[i].mask.eq(entry.mask & ~self.confirm),
-                survives[i].eq(valid & ~(entry.mask & self.drop).any() & ~removed),
+        survives = Signal(count)
+        for slot, (entry, valid) in enumerate(zip(self.entries, self.valid)):
+            current = Signal.like(new_entry, name=f"current{slot}")
+            m.d.comb += current.eq(Mux(allocating[slot], new_entry, entry))
+            m.d.comb += survives[slot].eq((valid | allocating[slot]) & ~(current.mask & self.drop).any()
+                                          & ~self.remove[slot])
+            m.d.sync += [
+                entry.eq(current),
+                entry.producer_done.eq(current.producer_done | self.broadcast.bit_select(current.producer, 1)),
+                entry.mask.eq(current.mask & ~self.confirm),
             ]
+        m.d.sync += self.valid.eq(survives)
 
-        # Position k of the next state takes the k-th survivor.
-        for k in range(count):
-            rank = Const(0, range(count + 2))
-            chosen = Signal.like(new_entry, name=f"next{k}")
-            chosen_valid = Signal(name=f"next_valid{k}")
-            for i in range(count + 1):
-                with m.If(survives[i] & (rank == k)):
-                    m.d.comb += [chosen.eq(updated[i]), chosen_valid.eq(1)]
-                rank = rank + survives[i]
-            m.d.sync += [self.entries[k].eq(chosen), self.valid[k].eq(chosen_valid)]
+        # The new entry is younger than every entry present, so its row is the valid set
+        # (its overlapping part, for ``shadowed``) and its column is cleared in every
+        # other row. Bits of slots freed later go stale: every use ANDs with ``valid``.
+        new_overlaps = Cat(*(overlaps(request.home, entry.home) for entry in self.entries))
+        for slot in range(count):
+            with m.If(allocating[slot]):
+                m.d.sync += [self.older[slot].eq(self.valid), self._shadowed[slot].eq(new_overlaps & self.valid)]
+            with m.Else():
+                m.d.sync += [self.older[slot].eq(self.older[slot] & ~allocating),
+                             self._shadowed[slot].eq(self._shadowed[slot] & ~allocating)]
 
         with m.If(~survives.any() & self.tm_idle):
             m.d.sync += tm_next.eq(0)
@@ -169,39 +220,54 @@ class TaskLookupBuffer(wiring.Component):
         return m
 
     def _look_up(self, m: Module):
-        """Decode's searches: youngest overlap wins, so scan from oldest and let later win."""
+        """Decode's searches: the youngest overlapping entry wins."""
         branch_region = Signal.like(self.read_region)
-        m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1),
-                     self.branch_phys.eq(self.branch_block)]
-        write_hits = []
-        for entry, valid in zip(self.entries, self.valid):
-            with m.If(valid & overlaps(entry.home, self.read_region)):
-                m.d.comb += [self.read_hit.eq(1),
-                             self.read_exact.eq((entry.home.base == self.read_region.base)
-                                                & (entry.home.blocks == self.read_region.blocks)),
-                             self.read_tm_base.eq(entry.tm_base)]
-            with m.If(valid & overlaps(entry.home, branch_region)):
-                m.d.comb += self.branch_phys.eq(entry.tm_base + self.branch_block - entry.home.base)
-            write_hits.append(valid & overlaps(entry.home, self.write_region))
-        m.d.comb += self.write_hit.eq(Cat(*write_hits).any())
+        m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1)]
+        homes = [entry.home for entry in self.entries]
+        tm_bases = [entry.tm_base for entry in self.entries]
+
+        def hits(region, name: str) -> Signal:
+            signal = Signal(self._count, name=name)
+            m.d.comb += signal.eq(Cat(*(valid & overlaps(home, region) for valid, home in zip(self.valid, homes))))
+            return signal
+
+        read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits")
+        read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)
+        read_home = Signal.like(self.read_region)
+        branch_home = Signal.like(self.read_region)
+        m.d.comb += [
+            read_home.eq(select(read_entry, homes)),
+            branch_home.eq(select(branch_entry, homes)),
+            self.read_hit.eq(read_hits.any()),
+            self.read_exact.eq(self.read_hit & (read_home.as_value() == self.read_region.as_value())),
+            self.read_tm_base.eq(select(read_entry, tm_bases)),
+            self.branch_phys.eq(Mux(branch_hits.any(),
+                                    select(branch_entry, tm_bases) + self.branch_block - branch_home.base,
+                                    self.branch_block)),
+            self.write_hit.eq(hits(self.write_region, "write_hits").any()),
+        ]
 
     def _choose_for_copy_back(self, m: Module):
-        """Oldest copyable and oldest retargetable entry: scan from youngest, let older win."""
-        for i in reversed(range(self._count)):
-            entry = self.entries[i]
-            older_overlap = Cat(*(self.valid[j] & overlaps(self.entries[j].home, entry.home)
-                                  for j in range(i))).any() if i else Const(0)
-            busy = Const(0)
-            busy_elsewhere = Const(0)
-            for tag, tracked in enumerate(self.tracker_entries):
-                touches = self.tracker_valid[tag] & (overlaps(tracked.reads, entry.home)
-                                                     | overlaps(tracked.writes, entry.home))
-                busy = busy | touches
-                busy_elsewhere = busy_elsewhere | (touches & (entry.producer != tag))
-            free_to_go = self.valid[i] & ~entry.mask.any() & ~older_overlap
-            with m.If(free_to_go & entry.producer_done & ~busy):
-                m.d.comb += [self.copy_valid.eq(1), self.copy_index.eq(i), self.copy_entry.eq(entry)]
-            with m.If(free_to_go & ~entry.producer_done & ~busy_elsewhere
-                      & self.retargetable_tags.bit_select(entry.producer, 1)):
-                m.d.comb += [self.retarget_valid.eq(1), self.retarget_index.eq(i),
-                             self.retarget_entry.eq(entry)]
+        """Oldest copyable and oldest retargetable entry, from the registered relations.
+
+        Both need the entry resolved, no valid older entry overlapping its home, and no
+        in-flight access to its home (``touches`` of valid tags), its own producer's
+        aside for a retarget.
+        """
+        copyable = Signal(self._count)
+        retargetable = Signal(self._count)
+        for slot, (entry, valid) in enumerate(zip(self.entries, self.valid)):
+            accesses = Cat(*(row[slot] for row in self.touches)) & self.tracker_valid
+            free_to_go = valid & ~entry.mask.any() & ~(self._shadowed[slot] & self.valid).any()
+            m.d.comb += [
+                copyable[slot].eq(free_to_go & entry.producer_done & ~accesses.any()),
+                retargetable[slot].eq(free_to_go & ~entry.producer_done & ~(accesses & ~(1 << entry.producer)).any()
+                                      & self.retargetable_tags.bit_select(entry.producer, 1)),
+            ]
+        self._offer(m, copyable, self.copy_valid, self.copy_index, self.copy_entry)
+        self._offer(m, retargetable, self.retarget_valid, self.retarget_index, self.retarget_entry)
+
+    def _offer(self, m: Module, candidates: Signal, valid, index, entry):
+        """Drive ``valid``, ``index`` and ``entry`` with the oldest of ``candidates``."""
+        first = oldest(candidates, self.older)
+        m.d.comb += [valid.eq(candidates.any()), index.eq(encode(first)), entry.eq(select(first, self.entries))]

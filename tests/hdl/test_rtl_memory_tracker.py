@@ -3,8 +3,14 @@
 Retargets are checked against the top level's own rewrite, ``HTSModel._apply_retarget``,
 applied at the end of the cycle after the cycle's allocation and releases, as
 ``HTSModel.step`` orders them.
+
+``touches`` is checked against every valid tag's ranges and the homes of a set of TLB
+slots that the test evolves at random (slots allocated, also in the cycle of a tracker
+allocation or a retarget, and freed), as the system keeps them: homes in home memory,
+retargeted ranges in TM. Free slots show random homes, which the tracker must not use.
 """
 
+import dataclasses
 import random
 from collections import Counter
 from types import SimpleNamespace
@@ -14,14 +20,28 @@ from rtl_sim import drive_retarget, region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
 from hts.models.hts import HTSModel
-from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry
+from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry, overlaps
 from hts.models.tlb import TLBEntry
 
 
-def random_region(rng: random.Random) -> tuple[int, int]:
-    # A small address space, so that partial overlaps, touching ends and empty regions
-    # all occur often.
-    return rng.randrange(0, 24), rng.choice([0, 1, 1, 2, 3, 8])
+# A small address space across the top of home memory and the bottom of TM, so that
+# partial overlaps, touching ends and empty regions all occur often.
+SPAN = 16
+
+
+def home_region(rng: random.Random, home_blocks: int, blocks: int | None = None) -> tuple[int, int]:
+    blocks = rng.choice([0, 1, 1, 2, 3, 8]) if blocks is None else blocks
+    return rng.randrange(home_blocks - SPAN, home_blocks - blocks + 1), blocks
+
+
+def random_region(rng: random.Random, home_blocks: int) -> tuple[int, int]:
+    """A physical region: home, or TM."""
+    base, blocks = home_region(rng, home_blocks)
+    return (base + SPAN, blocks) if rng.random() < 0.3 else (base, blocks)
+
+
+def touches(entry: TrackerEntry, home: tuple[int, int]) -> bool:
+    return overlaps(entry.reads, home) or overlaps(entry.writes, home)
 
 
 class TrackerSurroundings:
@@ -38,43 +58,50 @@ class TrackerSurroundings:
         return iter(())
 
 
-def random_retarget(rng: random.Random, entries: list, released: set[int], new_entry) -> TLBEntry | None:
+def random_retarget(rng: random.Random, entries: list, released: set[int], new_entry,
+                    home_blocks: int) -> TLBEntry | None:
     """A retarget that keeps the model's invariants, or None.
 
     Its producer is in flight and not released this cycle (a retargeted producer has not
     finished, and a squashed one would have a non-zero mask), and it alone writes the TM
-    region: the regions it writes are the TM copy, which only it produces.
+    region: the regions it writes are the TM copy, which only it produces. The home it
+    writes instead is in home memory.
     """
     writers = [entry.writes for entry in entries if entry is not None]
     if new_entry is not None:
         writers.append(new_entry.writes)
     producers = [tag for tag, entry in enumerate(entries) if entry is not None and tag not in released
-                 and entry.writes[1] and writers.count(entry.writes) == 1]
+                 and entry.writes[1] and entry.writes[0] >= home_blocks and writers.count(entry.writes) == 1]
     if not producers:
         return None
     producer = rng.choice(producers)
     tm = entries[producer].writes
-    home = (rng.randrange(0, 24), tm[1])
-    return TLBEntry(seq=0, pid=0, home=home, tm_base=tm[0], mask=0, producer=producer)
+    return TLBEntry(seq=0, pid=0, home=home_region(rng, home_blocks, tm[1]), tm_base=tm[0], mask=0,
+                    producer=producer)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny"])
+@pytest.mark.parametrize("preset", ["default", "tiny", "uneven"])
 @pytest.mark.parametrize("seed", range(3))
 def test_tracker_matches_model(request, preset, seed):
-    config = request.getfixturevalue(f"{preset}_config")
-    count = config.hts.tracker_entries
+    if preset == "uneven":   # fewer TLB slots than tags, so that rows and columns differ
+        base = request.getfixturevalue("default_config")
+        config = dataclasses.replace(base, hts=dataclasses.replace(base.hts, tracker_entries=6, tlb_entries=4))
+    else:
+        config = request.getfixturevalue(f"{preset}_config")
+    count, slots, home_blocks = config.hts.tracker_entries, config.hts.tlb_entries, config.memory.blocks
     dut, rng = MemoryTracker(config), random.Random(seed)
     surroundings = TrackerSurroundings(count)
     model = surroundings.tracker
     ages: dict[int, int] = {}          # tag -> decode order, for the age matrix
-    seen = Counter()                   # what the retargets exercised, so the test cannot pass idle
+    tlb_homes: list = [None] * slots   # TLB slot -> its home, None when free
+    seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
 
     async def bench(ctx):
         for cycle in range(400):
-            reads, writes = random_region(rng), random_region(rng)
+            reads, writes = random_region(rng, home_blocks), random_region(rng, home_blocks)
             valid = [tag for tag, entry in enumerate(model.entries) if entry is not None]
             ignoring = {tag for tag in valid if rng.random() < 0.2}
-            block = rng.randrange(0, 24)
+            block = rng.randrange(home_blocks - SPAN, home_blocks + SPAN)
             ctx.set(dut.query_reads, region_value(reads))
             ctx.set(dut.query_writes, region_value(writes))
             ctx.set(dut.ignoring, sum(1 << tag for tag in ignoring))
@@ -99,14 +126,30 @@ def test_tracker_matches_model(request, preset, seed):
             outputs = [model.entries[tag].writes for tag in valid if model.entries[tag].writes[1]]
             new_reads = rng.choice(outputs) if outputs and rng.random() < 0.5 else reads
             entry = TrackerEntry(rng.randrange(config.hts.processes), new_reads, writes)
-            retarget = random_retarget(rng, model.entries, released, entry if allocate else None) \
+            retarget = random_retarget(rng, model.entries, released, entry if allocate else None, home_blocks) \
                 if rng.random() < 0.3 else None
             ctx.set(dut.alloc, allocate)
             ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(new_reads),
                                       "writes": region_value(writes)})
             ctx.set(dut.release, sum(1 << tag for tag in released))
             drive_retarget(ctx, dut, retarget)
+            # The TLB: a new entry in a free slot, some entries leaving (at the same edge).
+            free_slots = [slot for slot, home in enumerate(tlb_homes) if home is None]
+            tlb_alloc = bool(free_slots) and rng.random() < 0.4
+            tlb_slot, tlb_home = rng.choice(free_slots) if tlb_alloc else 0, home_region(rng, home_blocks)
+            leaving = [slot for slot, home in enumerate(tlb_homes) if home is not None and rng.random() < 0.3]
+            ctx.set(dut.tlb_homes, [region_value(home if home is not None else random_region(rng, home_blocks))
+                                    for home in tlb_homes])
+            ctx.set(dut.tlb_alloc, tlb_alloc)
+            ctx.set(dut.tlb_alloc_slot, tlb_slot)
+            ctx.set(dut.tlb_alloc_home, region_value(tlb_home))
             await ctx.tick()
+            for slot in leaving:
+                tlb_homes[slot] = None
+            if tlb_alloc:
+                tlb_homes[tlb_slot] = tlb_home
+                seen["TLB entry with a new tag"] += allocate
+                seen["TLB entry with a retarget"] += retarget is not None
             if allocate:
                 tag = model.free_tag()
                 model.allocate(tag, entry)
@@ -127,8 +170,18 @@ def test_tracker_matches_model(request, preset, seed):
                     got = entries[tag]
                     assert TrackerEntry(got.pid, (got.reads.base, got.reads.blocks),
                                         (got.writes.base, got.writes.blocks)) == expected_entry, f"{where}, tag {tag}"
+            rows = ctx.get(dut.touches)
+            for tag, tracked in enumerate(model.entries):
+                if tracked is not None:
+                    row = {slot for slot, home in enumerate(tlb_homes) if home is not None and rows[tag] >> slot & 1}
+                    assert row == {slot for slot, home in enumerate(tlb_homes)
+                                   if home is not None and touches(tracked, home)}, f"{where}, tag {tag}"
+            if retarget is not None:
+                seen["retarget home touches a slot"] += any(home is not None and overlaps(retarget.home, home)
+                                                            for home in tlb_homes)
 
     run(dut, bench)
     # With a single tag, no reader shares the tracker with the producer of its TM copy.
-    exercised = ["producers"] + (["readers", "new reader"] if count > 1 else [])
+    exercised = ["producers", "TLB entry with a new tag", "TLB entry with a retarget",
+                 "retarget home touches a slot"] + (["readers", "new reader"] if count > 1 else [])
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"

@@ -1,12 +1,23 @@
-"""The Task Lookup Buffer RTL against ``hts.models.tlb``, cycle by cycle."""
+"""The Task Lookup Buffer RTL against ``hts.models.tlb``, cycle by cycle.
+
+The model keeps its entries in a list, oldest first; the RTL keeps them in fixed slots
+with an age matrix. After every edge the valid slots, sorted by the age matrix, must hold
+the model's entries in order; that also maps each slot to its model entry, by which the
+slot indices the RTL offers (copy, retarget, the new entry's slot) are checked and the
+removals are driven. The memory tracker's ``touches`` are computed here from random
+tracker regions and the slots' homes; the bits of free slots and of tags not in flight
+are random, as the TLB must ignore them.
+"""
 
 import dataclasses
 import random
+from collections import Counter
 
 import pytest
 from rtl_sim import region_value, run
 
 from hts.hdl.tlb import TaskLookupBuffer
+from hts.models.memory_tracker import overlaps
 from hts.models.tlb import TaskLookupBuffer as Model
 
 
@@ -19,14 +30,30 @@ def entry_value(entry) -> dict:
             "producer": entry.producer, "producer_done": int(entry.producer_done)}
 
 
+def got_value(got) -> dict:
+    return {"pid": got.pid, "home": region_value((got.home.base, got.home.blocks)), "tm_base": got.tm_base,
+            "mask": got.mask, "producer": got.producer, "producer_done": got.producer_done}
+
+
 def bits(items) -> int:
     return sum(1 << item for item in set(items))
 
 
-# The default TLB simulates slowly (16 entries, each searched against 16 tracker ranges):
-# one seed there, more on the small ones.
-@pytest.mark.parametrize("preset,seed", [("default", 0), *((preset, seed) for preset in ("tiny", "small")
-                                                           for seed in range(3))])
+def slots_by_age(ctx, dut, where: str) -> list[int]:
+    """The valid slots, oldest first, after checking that the age matrix orders them totally."""
+    valid, older = ctx.get(dut.valid), ctx.get(dut.older)
+    slots = [slot for slot in range(len(dut.valid)) if valid >> slot & 1]
+    for a in slots:
+        for b in slots:
+            if a < b:
+                assert (older[a] >> b & 1) != (older[b] >> a & 1), f"{where}: slots {a}, {b} unordered"
+    rank = {slot: bin(older[slot] & valid).count("1") for slot in slots}
+    assert sorted(rank.values()) == list(range(len(slots))), f"{where}: ages not a total order: {rank}"
+    return sorted(slots, key=rank.get)
+
+
+@pytest.mark.parametrize("preset", ["default", "tiny", "small"])
+@pytest.mark.parametrize("seed", range(3))
 def test_tlb_matches_model(request, preset, seed):
     if preset == "small":    # small TM, so that room runs out and the pointer resets
         base = request.getfixturevalue("default_config")
@@ -36,16 +63,25 @@ def test_tlb_matches_model(request, preset, seed):
     hts, home_blocks = config.hts, config.memory.blocks
     dut, rng = TaskLookupBuffer(config), random.Random(seed)
     model = Model(hts.tlb_entries, hts.tm_blocks, home_blocks)
-    tags, spec_bits = range(hts.tracker_entries), (1 << hts.spec_ids) - 1
+    tags, slots, spec_bits = range(hts.tracker_entries), range(hts.tlb_entries), (1 << hts.spec_ids) - 1
 
     def physical(rng):
         # Tracker regions are physical: home, or TM just above it.
         base, blocks = home_region(rng)
         return (base + home_blocks if rng.random() < 0.3 else base), blocks
 
+    def touches(reads, writes, held) -> int:
+        """A tracker row: the slots whose home ``reads`` or ``writes`` overlap; free slots at random."""
+        return sum(1 << slot for slot in slots if (overlaps(reads, held[slot].home) or overlaps(writes, held[slot].home)
+                                                  if slot in held else rng.random() < 0.5))
+
+    seen = Counter()                    # what the stimulus exercised, so the test cannot pass idle
+
     async def bench(ctx):
-        for cycle in range(120 if preset == "default" else 200):
+        held = {}                       # slot -> the model entry in it, from the last edge
+        for cycle in range(300):
             where = f"seed {seed}, cycle {cycle}"
+            slot_of = {id(entry): slot for slot, entry in held.items()}
             read, write, block = home_region(rng), home_region(rng), rng.randrange(0, 20)
             blocks = rng.choice([1, 2, 3])
             tracker = {tag: (physical(rng), physical(rng)) for tag in tags if rng.random() < 0.3}
@@ -55,9 +91,8 @@ def test_tlb_matches_model(request, preset, seed):
             ctx.set(dut.branch_block, block)
             ctx.set(dut.alloc_blocks, blocks)
             ctx.set(dut.tracker_valid, bits(tracker))
-            for tag, (reads, writes) in tracker.items():
-                ctx.set(dut.tracker_entries[tag], {"pid": 0, "reads": region_value(reads),
-                                                   "writes": region_value(writes)})
+            ctx.set(dut.touches, [touches(*tracker[tag], held) if tag in tracker else rng.randrange(1 << len(slots))
+                                  for tag in tags])
             ctx.set(dut.retargetable_tags, bits(retargetable))
 
             youngest = model.youngest_overlapping(read)
@@ -75,10 +110,15 @@ def test_tlb_matches_model(request, preset, seed):
             retarget = model.retargetable(busy, retargetable)
             assert ctx.get(dut.copy_valid) == (copy is not None), where
             if copy is not None:
-                assert ctx.get(dut.copy_index) == model.entries.index(copy), where
+                assert ctx.get(dut.copy_index) == slot_of[id(copy)], where
+                assert got_value(ctx.get(dut.copy_entry)) == entry_value(copy), where
             assert ctx.get(dut.retarget_valid) == (retarget is not None), where
             if retarget is not None:
-                assert ctx.get(dut.retarget_index) == model.entries.index(retarget), where
+                assert ctx.get(dut.retarget_index) == slot_of[id(retarget)], where
+                assert got_value(ctx.get(dut.retarget_entry)) == entry_value(retarget), where
+            alloc_slot = ctx.get(dut.alloc_slot)
+            if room:
+                assert alloc_slot not in held, f"{where}: slot {alloc_slot} is taken"
 
             allocate = room and rng.random() < 0.5
             pid, home, producer = rng.randrange(hts.processes), home_region(rng), rng.choice(tags)
@@ -94,13 +134,14 @@ def test_tlb_matches_model(request, preset, seed):
             ctx.set(dut.broadcast, bits(broadcast))
             ctx.set(dut.confirm, confirm)
             ctx.set(dut.drop, drop)
-            ctx.set(dut.remove, bits(model.entries.index(entry) for entry in removed))
+            ctx.set(dut.remove, bits(slot_of[id(entry)] for entry in removed))
             ctx.set(dut.tm_idle, tm_idle)
             await ctx.tick()
 
             # The model's order: decode allocates during the cycle, the rest at its end.
             if allocate:
                 model.allocate(cycle, pid, (home[0], blocks), mask, producer)
+                new_entry = model.entries[-1]
             for entry in model.entries:
                 if entry.producer in broadcast:
                     entry.producer_done = True
@@ -110,12 +151,18 @@ def test_tlb_matches_model(request, preset, seed):
                 model.entries.remove(entry)
             if not model.entries and tm_idle:
                 model.tm_next = 0
-            valid = ctx.get(dut.valid)
-            assert valid == (1 << len(model.entries)) - 1, where
-            for index, entry in enumerate(model.entries):
-                got = ctx.get(dut.entries[index])
-                assert {name: (int(got[name]) if name != "home" else region_value((int(got.home.base),
-                                                                                    int(got.home.blocks))))
-                        for name in entry_value(entry)} == entry_value(entry), f"{where}, entry {index}"
+            order = slots_by_age(ctx, dut, where)
+            entries = ctx.get(dut.entries)
+            assert [got_value(entries[slot]) for slot in order] == [entry_value(e) for e in model.entries], where
+            held = dict(zip(order, model.entries))
+            seen.update(copy=copy is not None, retarget=retarget is not None,
+                        ages_out_of_slot_order=order != sorted(order),
+                        held_back_by_older=any(not entry.mask and any(overlaps(older.home, entry.home)
+                                                                      for older in model.entries[:index])
+                                               for index, entry in enumerate(model.entries)))
+            if allocate and new_entry in model.entries:
+                assert held[alloc_slot] is new_entry, f"{where}: the new entry is not in slot {alloc_slot}"
 
     run(dut, bench)
+    exercised = ["copy", "retarget"] + (["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else [])
+    assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
