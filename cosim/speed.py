@@ -35,7 +35,7 @@ def speeds(config, repeat: int) -> tuple[float, float, bool]:
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m hts.cosim.speed", description=__doc__.split("\n\n")[0])
     parser.add_argument("-c", "--config", default="default", help="preset or YAML file (default: default)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs of each, the fastest counts (default: 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="runs of each, the fastest counts (default: 5)")
     args = parser.parse_args(argv)
     config = load_config(args.config)
     cocotb_speed, cpp_speed, matched = speeds(config, args.repeat)
