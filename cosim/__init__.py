@@ -1,8 +1,11 @@
 """cocotb + Verilator co-simulation of the generated Verilog against the reference models.
 
-- ``top``: the Verilog top (``HTS`` with accelerator cores left to the testbench);
+- ``top``: the Verilog top (``HTS`` with accelerator cores left to the testbench), and
+  the wrapper that clocks it and holds its inputs;
 - ``testbench``: the cocotb testbench, playing CPUs, memory and Python accelerators;
 - ``scoreboard``: runs, their reference (cycle model, sequential executor) and verdicts;
 - ``run``: the Verilator build (cached per configuration) and jobs through cocotb's runner;
-- ``fuzz``: random programs and latencies on fixed small systems.
+- ``fuzz``: random programs and latencies on fixed small systems;
+- ``views``: fast decoding of ports through their Amaranth layouts;
+- ``replay``, ``speed``: a recorded run replayed from C++, and the speed comparison.
 """

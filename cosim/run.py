@@ -1,7 +1,8 @@
 """Building the co-simulation model once per configuration, and running jobs on it.
 
-:func:`build` converts :class:`hts.cosim.top.CosimTop` to Verilog and compiles it with
-Verilator through ``cocotb_tools.runner``. The build lives in a cache folder named by a
+:func:`build` converts :class:`hts.cosim.top.CosimTop` to Verilog, wraps it in
+:func:`hts.cosim.top.clocked_wrapper` and compiles both with Verilator through
+``cocotb_tools.runner``. The build lives in a cache folder named by a
 hash of the configuration, the RTL sources and the Verilator version
 (``$HTS_COSIM_CACHE``, default ``~/.cache/hts-cosim``), so the second run of a
 configuration starts at once. :func:`cosimulate` runs a :class:`~hts.cosim.scoreboard.Job`
@@ -24,19 +25,21 @@ from hts.synth import verilog_text
 from hts.toolchain import use_bundled_tools, verilator_version
 
 from .scoreboard import Job, RunOutcome
-from .top import TOPLEVEL, CosimTop
+from .top import CLOCKED, TOPLEVEL, CosimTop, clocked_wrapper
 
-__all__ = ["build", "cosimulate", "cache_root"]
+__all__ = ["build", "cosimulate", "cache_root", "BUILD_ARGS"]
 
 # Verilator options:
 # - cocotb's runner makes every signal public (--public-flat-rw), which stops Verilator
-#   optimizing and made the symbol table alone take minutes to compile; the testbench
-#   reads top-level ports only;
+#   optimizing and made the symbol table alone take minutes to compile; the wrapper marks
+#   the signals the testbench touches public itself;
+# - --timing: the wrapper generates the clock; the generated C++ then needs C++20
+#   coroutines, which the PyPI wheel's verilated.mk does not ask for;
 # - Amaranth's output draws style warnings (widths, unused bits), which `hts verilog`
 #   already reports; here they would only stop the build;
 # - -O1 compiles the large generated C++ several times faster than the default -Os.
-_BUILD_ARGS = ["--no-public-flat-rw", "--public-depth", "1", "-Wno-fatal", "-Wno-lint", "-Wno-style",
-               "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O1"]
+BUILD_ARGS = ["--no-public-flat-rw", "--timing", "-Wno-fatal", "-Wno-lint", "-Wno-style",
+              "--x-assign", "fast", "--x-initial", "fast", "-CFLAGS", "-O1 -std=c++20 -fcoroutines"]
 # The PyPI wheel's verilated.mk leaves its "read a precompiled header" flag empty, so g++
 # takes the header for an input file and fails. cocotb's runner calls make itself; make
 # takes variable settings from MAKEFLAGS as from its command line.
@@ -60,7 +63,7 @@ def _sources_digest() -> str:
 
 def build_key(config: SystemConfig, waves: bool, variant: str) -> str:
     text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, variant, _sources_digest(),
-                 verilator_version()))
+                 BUILD_ARGS, verilator_version()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -79,13 +82,14 @@ def build(config: SystemConfig, waves: bool = False, progress=print, variant: st
         return folder
     folder.mkdir(parents=True, exist_ok=True)
     progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
-    verilog = folder / f"{TOPLEVEL}.v"
+    verilog, wrapper = folder / f"{TOPLEVEL}.v", folder / f"{CLOCKED}.sv"
     verilog.write_text(verilog_text(CosimTop(config), TOPLEVEL))
-    args = [*_BUILD_ARGS, *(["--trace-structs"] if waves else [])]
+    wrapper.write_text(clocked_wrapper(verilog.read_text()))
+    args = [*BUILD_ARGS, *(["--trace-structs"] if waves else [])]
     make_flags = os.environ.get("MAKEFLAGS")
     os.environ["MAKEFLAGS"] = f"{make_flags or ''} {MAKE_FIX}".strip()
     try:
-        get_runner("verilator").build(sources=[verilog], hdl_toplevel=TOPLEVEL, build_dir=folder,
+        get_runner("verilator").build(sources=[wrapper, verilog], hdl_toplevel=CLOCKED, build_dir=folder,
                                       build_args=args, waves=waves, log_file=folder / "build.log")
     except RuntimeError as error:   # the runner's way of saying a command failed
         raise HTSError(f"Verilator build failed ({error}); see {folder / 'build.log'}") from None
@@ -111,7 +115,7 @@ def cosimulate(job: Job, waves: str | Path | None = None, progress=print, varian
         job_file.write_bytes(pickle.dumps(job))
         try:
             get_runner("verilator").test(
-                test_module="hts.cosim.testbench", hdl_toplevel=TOPLEVEL, hdl_toplevel_lang="verilog",
+                test_module="hts.cosim.testbench", hdl_toplevel=CLOCKED, hdl_toplevel_lang="verilog",
                 build_dir=folder, test_dir=scratch,
                 extra_env={"HTS_COSIM_JOB": str(job_file), "PYTHONPATH": os.pathsep.join(sys.path)},
                 waves=waves is not None, log_file=Path(scratch) / "sim.log")

@@ -18,6 +18,8 @@ from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import Memory, initial_memory
 from hts.models.timing import ScrambledLatency, TableLatency
 
+from .replay import Stimulus
+
 __all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference"]
 
 
@@ -46,6 +48,7 @@ class Job:
     runs: tuple[RunSpec, ...]
     load_pause: float = 0.2             # chance of an idle cycle before each program word
     progress: bool = False              # print a line per run
+    record: bool = False                # record each run's inputs for a replay (``RunOutcome.stimulus``)
 
 
 @dataclass
@@ -61,6 +64,7 @@ class RunOutcome:
     wakes: int = 0                      # cycles in which Python looked
     events: int = 0
     faults: list = field(default_factory=list)
+    stimulus: Stimulus | None = None    # with ``Job(record=True)``
 
     @property
     def sim_cycles_per_s(self) -> float:

@@ -20,7 +20,10 @@ Python is woken only in cycles that need it: the RTL raises ``wake`` for events,
 requests, accelerator starts and releases and copies, and the testbench sleeps on a
 timer until the next answer it owes (a branch read or an accelerator finishing).
 Everything runs at the falling clock edge: inputs for the cycle are written, then its
-outputs are read once settled.
+outputs are read once settled. The clock runs inside the HDL (:func:`hts.cosim.top.clocked_wrapper`).
+
+With ``Job(record=True)`` the testbench also records every input it writes, with its
+simulation time: a :class:`hts.cosim.replay.Stimulus` that replays the run without Python.
 
 The cocotb test :func:`run_jobs` reads a pickled :class:`hts.cosim.scoreboard.Job` named
 by the ``HTS_COSIM_JOB`` environment variable and writes the results beside it.
@@ -36,7 +39,7 @@ from pathlib import Path
 import cocotb
 from amaranth.hdl import Const
 from amaranth.lib import data
-from cocotb.clock import Clock
+from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
 from hts.hdl.asr import instance_numbering
@@ -48,11 +51,12 @@ from hts.models.accelerator import AcceleratorFunctions
 from hts.models.hts import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 
+from .replay import Stimulus
 from .scoreboard import Job, RunOutcome, RunSpec, score
+from .top import PERIOD_NS
+from .views import view_reader
 
 __all__ = ["TB", "RTLRun", "run_jobs"]
-
-PERIOD_NS = 10
 
 
 @dataclass
@@ -63,6 +67,7 @@ class RTLRun:
     memory: Memory
     faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc)
     wakes: int = 0                # cycles in which Python looked
+    observed: list[tuple[int, int]] = field(default_factory=list)   # (cycle, events) where wake was high
 
 
 @dataclass
@@ -79,55 +84,57 @@ def _pack(layout, fields: dict) -> int:
 class TB:
     """The scheduler's surroundings, for one configuration: CPUs, memory and accelerators."""
 
-    def __init__(self, dut, config):
+    def __init__(self, dut, config, record: bool = False):
         self.dut, self.config = dut, config
+        self.writes: list[tuple[int, str, int]] | None = [] if record else None   # (step, port, value)
         self.instances = instance_numbering(config)
         self.functions = AcceleratorFunctions(config)
-        self.task_layout = data.ArrayLayout(task_layout(config), len(self.instances))
-        self.trace_layout = trace_layout(config)
+        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), len(self.instances)))
+        self.read_trace = view_reader(trace_layout(config))
         cpu = cpu_signature(config).members
         self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
-        self.fault_layout = cpu["fault"].shape
+        self.read_fault = view_reader(cpu["fault"].shape)
         reads = branch_read_signature(config).members
-        self.block_layout = reads["block"].shape
+        self.read_blocks = view_reader(reads["block"].shape)
         self.per_beat = config.hts.copyback_words_per_cycle
-        self._clock_started = False
+
+    def _put(self, port: str, value: int):
+        """Write an input of the scheduler (recording it, if asked to)."""
+        getattr(self.dut, port).value = value
+        if self.writes is not None:
+            self.writes.append((get_sim_time(), port, int(value)))
 
     # ---- set-up ---------------------------------------------------------------------------
     async def reset(self):
         dut = self.dut
-        if not self._clock_started:
-            Clock(dut.clk, PERIOD_NS, unit="ns", impl="gpi").start(start_high=False)
-            self._clock_started = True
         await FallingEdge(dut.clk)      # a run ends in a read-only phase
-        for port in (dut.cpu__load, dut.cpu__length, dut.cpu__start, dut.branch_read__data, dut.core_done,
-                     dut.core_writeback, dut.copyback_tm__rvalid, dut.copyback_tm__rdata,
-                     dut.copyback_home__rvalid, dut.copyback_home__rdata):
-            port.value = 0
-        dut.copyback_tm__ready.value = 1
-        dut.copyback_home__ready.value = 1
-        dut.rst.value = 1
+        for port in ("cpu__load", "cpu__length", "cpu__start", "branch_read__data", "core_done", "core_writeback",
+                     "copyback_tm__rvalid", "copyback_tm__rdata", "copyback_home__rvalid", "copyback_home__rdata"):
+            self._put(port, 0)
+        self._put("copyback_tm__ready", 1)
+        self._put("copyback_home__ready", 1)
+        self._put("rst", 1)
         for _ in range(2):
             await FallingEdge(dut.clk)
-        dut.rst.value = 0
+        self._put("rst", 0)
 
     async def load(self, programs, rng: random.Random, pause: float):
         """Write every program through the CPU port, pausing at random, then pulse ``start``."""
         dut = self.dut
         for pid, program in enumerate(programs):
-            dut.cpu__length.value = _pack(self.length_layout, {"valid": 1, "pid": pid, "words": len(program)})
+            self._put("cpu__length", _pack(self.length_layout, {"valid": 1, "pid": pid, "words": len(program)}))
             for addr, word in enumerate(program.words):
                 while rng.random() < pause:
-                    dut.cpu__load.value = 0
+                    self._put("cpu__load", 0)
                     await FallingEdge(dut.clk)
-                dut.cpu__load.value = (_pack(self.load_layout, {"valid": 1, "pid": pid, "addr": addr})
-                                       | word << self.load_layout["word"].offset)
+                self._put("cpu__load", _pack(self.load_layout, {"valid": 1, "pid": pid, "addr": addr})
+                          | word << self.load_layout["word"].offset)
                 await FallingEdge(dut.clk)
-                dut.cpu__length.value = 0
-        dut.cpu__load.value = 0
-        dut.cpu__start.value = (1 << len(programs)) - 1
+                self._put("cpu__length", 0)
+        self._put("cpu__load", 0)
+        self._put("cpu__start", (1 << len(programs)) - 1)
         await FallingEdge(dut.clk)
-        dut.cpu__start.value = 0
+        self._put("cpu__start", 0)
 
     # ---- one run --------------------------------------------------------------------------
     async def run(self, programs, memory: Memory, timing, cycle_limit: int) -> RTLRun:
@@ -145,12 +152,16 @@ class TB:
         cycle = 0                                    # we stand at the falling edge of this cycle
         while True:
             # Inputs of this cycle. Completions land before the reads answered now.
-            dut.core_done.value = sum(1 << flat for flat, task in running.items() if task.done_at <= cycle)
-            dut.core_writeback.value = sum(1 << flat for flat, task in running.items()
-                                           if task.writeback_from <= cycle)
-            dut.copyback_tm__rvalid.value = tm_answer is not None
+            self._put("core_done", sum(1 << flat for flat, task in running.items() if task.done_at <= cycle))
+            self._put("core_writeback", sum(1 << flat for flat, task in running.items()
+                                            if task.writeback_from <= cycle))
+            self._put("copyback_tm__rvalid", tm_answer is not None)
             if tm_answer is not None:
-                dut.copyback_tm__rdata.value = read_beat(memory.words, tm_answer, self.per_beat)
+                self._put("copyback_tm__rdata", read_beat(memory.words, tm_answer, self.per_beat))
+            # The first ReadWrite phase applies those writes, the second follows Verilator's
+            # evaluation of them (the writes above always ask for one): the CDB grants
+            # completions of this cycle combinationally.
+            await ReadWrite()
             await ReadWrite()
             grants = int(dut.grant.value)
             if grants:
@@ -159,19 +170,21 @@ class TB:
             for slot in due:
                 read_data = _set_lane(read_data, slot, memory.first_word(lanes.pop(slot)[1]))
             if due:
-                dut.branch_read__data.value = read_data
+                self._put("branch_read__data", read_data)
             await ReadOnly()
 
             result.wakes += 1
             assert int(dut.cycle.value) == cycle, f"testbench lost count: at {int(dut.cycle.value)}, thought {cycle}"
             awake = bool(dut.wake.value)
             if awake:
-                trace = data.Const(self.trace_layout, int(dut.events.value))
+                events = int(dut.events.value)
+                result.observed.append((cycle, events))
+                trace = self.read_trace(events)
                 result.events += reader.events(cycle, trace)
                 ended |= trace.end
                 self._memory_requests(cycle, lanes, latency, memory)
                 tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
-                fault = data.Const(self.fault_layout, int(dut.cpu__fault.value))
+                fault = self.read_fault(int(dut.cpu__fault.value))
                 if fault.valid:
                     result.faults.append((cycle, fault.pid, fault.pc))
                 self._accelerators(cycle, running, programs, timing)
@@ -203,7 +216,7 @@ class TB:
 
     def _complete(self, grants: int, memory: Memory):
         """The CDB grants these instances' tasks: run their functions, as the model's ``_complete``."""
-        held = data.Const(self.task_layout, int(self.dut.core_task.value))
+        held = self.read_tasks(int(self.dut.core_task.value))
         for flat in range(len(self.instances)):
             if grants >> flat & 1:
                 task = held[flat]
@@ -215,7 +228,7 @@ class TB:
         dut = self.dut
         valid = int(dut.branch_read__valid.value)
         if valid:
-            blocks = data.Const(self.block_layout, int(dut.branch_read__block.value))
+            blocks = self.read_blocks(int(dut.branch_read__block.value))
             for slot in range(len(blocks)):
                 if valid >> slot & 1:
                     lanes[slot] = (cycle + latency, blocks[slot])
@@ -231,7 +244,7 @@ class TB:
             if released >> flat & 1:
                 del running[flat]        # granted or aborted: idle from the next cycle
         if started:
-            held = data.Const(self.task_layout, int(dut.core_task.value))
+            held = self.read_tasks(int(dut.core_task.value))
             for flat in range(len(self.instances)):
                 if started >> flat & 1:
                     task = held[flat]
@@ -253,7 +266,7 @@ async def run_jobs(dut):
     """Every run of the job named by ``HTS_COSIM_JOB``; results are pickled beside it."""
     job_file = Path(os.environ["HTS_COSIM_JOB"])
     job: Job = pickle.loads(job_file.read_bytes())
-    tb = TB(dut, job.config)
+    tb = TB(dut, job.config, record=job.record)
     outcomes: list[RunOutcome] = []
     for spec in job.runs:
         outcomes.append(await _one_run(tb, job, spec))
@@ -268,7 +281,10 @@ async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     memory = spec.initial_memory(job.config)
     await tb.reset()
     await tb.load(spec.programs, random.Random(spec.seed), job.load_pause)
-    started = time.perf_counter()
+    started, start_step = time.perf_counter(), get_sim_time()
     rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
-    return score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes,
-                 time.perf_counter() - started)
+    wall_s = time.perf_counter() - started
+    outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s)
+    if tb.writes is not None:
+        outcome.stimulus = Stimulus(list(tb.writes), start_step, get_sim_time(), rtl.observed)
+    return outcome

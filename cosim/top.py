@@ -7,9 +7,11 @@ adds what makes a fast co-simulation possible: a cycle counter, and ``wake``, hi
 every cycle in which the testbench has something to read or answer. The testbench sleeps
 through all other cycles (an 18,000-cycle FFT costs little more than its two ends).
 
-``hts.cosim.run`` converts it to Verilog and compiles it with Verilator, once per
-configuration.
+``hts.cosim.run`` converts it to Verilog, wraps it in :func:`clocked_wrapper` (the module
+cocotb drives) and compiles both with Verilator, once per configuration.
 """
+
+import re
 
 from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import data, wiring
@@ -22,10 +24,13 @@ from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
 from hts.hdl.trace import trace_layout
 
-__all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CYCLE_BITS"]
+__all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "ports",
+           "clocked_wrapper"]
 
 TOPLEVEL = "hts_cosim"
+CLOCKED = "hts_cosim_clocked"
 CYCLE_BITS = 40
+PERIOD_NS = 10
 
 
 class ExternalCore(wiring.Component):
@@ -124,3 +129,51 @@ class CosimTop(wiring.Component):
                                  | self.copyback_tm.read | self.copyback_home.write | self.cpu.fault.valid
                                  | self.core_start.any() | self.core_release.any())
         return m
+
+
+def ports(verilog: str, module: str = TOPLEVEL) -> list[tuple[str, int, str]]:
+    """``(direction, width, name)`` of every port of ``module``, as Yosys declared them."""
+    body = verilog[verilog.index(f"module {module}("):]
+    body = body[:body.index("endmodule")]
+    return [(direction, int(msb) + 1 if msb else 1, name) for direction, msb, name
+            in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", body, re.M)]
+
+
+def clocked_wrapper(verilog: str) -> str:
+    """SystemVerilog module :data:`CLOCKED` around :data:`TOPLEVEL`, the module cocotb drives.
+
+    Two things make Verilator fast here, both measured (``docs/results.md``):
+
+    - the clock is generated inside (``verilator --timing``), so the simulator loop does
+      not need a cocotb timer callback and a VPI write on every edge;
+    - no logic reads a top-level input or a VPI-writable signal directly. Verilator
+      re-evaluates all logic fed by those on every ``eval`` (its "ico" region), whatever
+      changed; for this design that was three quarters of the time of an idle clock. The
+      testbench writes the same-named registers here, and one process copies them into
+      the scheduler's inputs only when one of them changes.
+
+    ``clk`` is an output (the testbench waits on its edges); every other port keeps its name.
+    """
+    declared = [port for port in ports(verilog) if port[2] != "clk"]
+    inputs = [(width, name) for direction, width, name in declared if direction == "input"]
+    outputs = [(width, name) for direction, width, name in declared if direction == "output"]
+
+    def vector(width):
+        return f"[{width - 1}:0] " if width > 1 else ""
+
+    half = PERIOD_NS // 2
+    lines = ["`timescale 1ns/1ps",
+             f"module {CLOCKED}(clk, {', '.join(name for _, name in outputs)});",
+             "  output reg clk /*verilator public_flat_rd*/ = 0;",
+             f"  always #{half} clk = ~clk;",
+             *(f"  output {vector(width)}{name} /*verilator public_flat_rd*/;" for width, name in outputs),
+             *(f"  reg {vector(width)}{name} /*verilator public_flat_rw*/ = 0;" for width, name in inputs),
+             *(f"  reg {vector(width)}{name}_held = 0;" for width, name in inputs),
+             "  initial forever begin",
+             f"    @({' or '.join(name for _, name in inputs)});",
+             *(f"    {name}_held = {name};" for _, name in inputs),
+             "  end",
+             f"  {TOPLEVEL} dut(.clk(clk), {', '.join(f'.{name}({name}_held)' for _, name in inputs)},",
+             f"    {', '.join(f'.{name}({name})' for _, name in outputs)});",
+             "endmodule"]
+    return "\n".join(lines) + "\n"

@@ -5,6 +5,7 @@ build of the default configuration takes about a minute and a half on two cores)
 run in a job shares one simulator process, reset between runs.
 """
 
+import dataclasses
 import json
 import random
 import subprocess
@@ -12,15 +13,20 @@ import sys
 from pathlib import Path
 
 import pytest
+from amaranth.lib import data
 
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
 from hts.cosim.fuzz import SYSTEMS, fuzz_job
-from hts.cosim.run import cosimulate
+from hts.cosim.replay import replay
+from hts.cosim.run import build, cosimulate
 from hts.cosim.scoreboard import Job, RunSpec, score
+from hts.cosim.views import view_reader
+from hts.errors import HTSError
 from hts.hdl import memory_tracker
-from hts.hdl.trace import canonical
+from hts.hdl.layouts import task_layout
+from hts.hdl.trace import TraceReader, canonical, trace_layout
 
 BENCHMARK_FOLDER = Path(benchmarks.__file__).parent
 
@@ -117,3 +123,43 @@ def test_cli_fuzz_reports_the_count():
     assert result.returncode == 0, result.stderr
     assert "3 of 3 random programs match the model" in result.stdout
     assert "[fuzz] 3/3 seeds" in result.stderr
+
+
+def _events_or_error(config, value):
+    try:
+        return TraceReader(config).events(7, value)
+    except (ValueError, IndexError) as error:     # an invalid enum value or accelerator class
+        return repr(error)
+
+
+def test_the_fast_layout_views_read_ports_as_amaranth_does():
+    """The testbench decodes the trace and task ports with ``view_reader``: it must agree with ``data.Const``."""
+    config, rng = load_config("default"), random.Random(5)
+    trace, task = trace_layout(config), task_layout(config)
+    read_trace, read_task = view_reader(trace), view_reader(data.ArrayLayout(task, 3))
+    decoded = 0
+    for _ in range(300):
+        # Sparse bits, as in a real cycle: most events decode, some enum fields are invalid.
+        value = rng.getrandbits(trace.size) & rng.getrandbits(trace.size) & rng.getrandbits(trace.size)
+        expected = _events_or_error(config, data.Const(trace, value))
+        assert _events_or_error(config, read_trace(value)) == expected
+        decoded += isinstance(expected, list) and len(expected) > 0
+        tasks = rng.getrandbits(3 * task.size)
+        assert [(t.pid, t.pc, t.reads.base, t.writes.blocks, t.metadata) for t in read_task(tasks)] == \
+            [(t.pid, t.pc, t.reads.base, t.writes.blocks, t.metadata) for t in data.Const(data.ArrayLayout(task, 3), tasks)]
+    assert decoded > 100
+
+
+def test_the_cpp_replay_reproduces_the_cocotb_run_and_refuses_a_different_one():
+    """``python -m hts.cosim.speed``'s reference: the recorded inputs replayed from C++ on the same build."""
+    config = load_config("tiny")
+    program = assemble(benchmarks.source("audio_compression"), config, "audio_compression.s")
+    [outcome] = cosimulate(Job(config, (RunSpec(name="audio", programs=(program,)),), record=True))
+    stimulus = outcome.stimulus
+    assert outcome.match and stimulus.observed[-1][0] == outcome.cycles - 1    # the end event's cycle
+    assert len(stimulus.observed) > 10
+    assert replay(build(config), stimulus) > 0
+    # Accelerators that never finish: the replay must see other wake cycles, and say so.
+    stalled = dataclasses.replace(stimulus, writes=[write for write in stimulus.writes if write[1] != "core_done"])
+    with pytest.raises(HTSError, match="diverged"):
+        replay(build(config), stalled)
