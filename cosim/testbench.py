@@ -161,8 +161,12 @@ class TB:
             # The first ReadWrite phase applies those writes, the second follows Verilator's
             # evaluation of them (the writes above always ask for one): the CDB grants
             # completions of this cycle combinationally.
+            falling_edge = get_sim_time()
             await ReadWrite()
             await ReadWrite()
+            if get_sim_time() != falling_edge:
+                # Grants read after the rising edge would be the next cycle's: say so, not a mismatch.
+                raise RuntimeError(f"cycle {cycle}: the second ReadWrite phase fell in a later time step")
             grants = int(dut.grant.value)
             if grants:
                 self._complete(grants, memory)
