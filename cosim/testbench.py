@@ -158,9 +158,10 @@ class TB:
             self._put("copyback_tm__rvalid", tm_answer is not None)
             if tm_answer is not None:
                 self._put("copyback_tm__rdata", read_beat(memory.words, tm_answer, self.per_beat))
-            # The first ReadWrite phase applies those writes, the second follows Verilator's
-            # evaluation of them (the writes above always ask for one): the CDB grants
-            # completions of this cycle combinationally.
+            # The first ReadWrite phase applies those writes; cocotb's Verilator loop then
+            # evaluates the model again in the same time step, and the second phase follows
+            # that evaluation. The CDB grants completions of this cycle combinationally, so
+            # the grants are read there.
             falling_edge = get_sim_time()
             await ReadWrite()
             await ReadWrite()

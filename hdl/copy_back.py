@@ -36,7 +36,9 @@ home write (``home_port.write``, ``wdata``) in the cycle it arrives. The memory 
 must not make ``home_port.ready`` depend on ``tm_port``'s answer in the same cycle.
 
 TLB entries stay in their slots until removed, so the engine keeps the copied entry's
-slot (``copy_index`` at the start) and removes that slot when the copy ends.
+slot (``copy_index`` at the start) and removes that slot when the copy ends. Nothing
+else frees the slot meanwhile: a copied entry has an empty mask, so no squash drops it,
+and its producer is done, so it is no retarget candidate.
 """
 
 import operator

@@ -42,9 +42,10 @@ class DispatchArbiter(wiring.Component):
     - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
       is free, and the lowest free one (numbered within the class);
     - ``older`` (in, from the memory tracker): its age matrix; ``older[j]`` bit ``i`` is
-      set when task ``i`` was decoded before task ``j``. Only rows and columns of offered
-      tags are read, and those tags are in flight, so stale bits of free tags do not
-      matter (and the tracker's ``valid`` is not needed).
+      set when task ``i`` was decoded before task ``j``. Every row is reduced, but only
+      the columns of eligible offers' tags count and only the offered tags' ranks are
+      used, and those tags are in flight, so stale bits of free tags do not matter (and
+      the tracker's ``valid`` is not needed).
 
     Outputs (combinational; what they drive lands at the clock edge):
 

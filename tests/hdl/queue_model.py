@@ -26,14 +26,17 @@ from hts.models.window import DecodedTask, DispatchWindow
 __all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
            "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record"]
 
-CONFIGS = ["default", "tiny", "wide"]
+CONFIGS = ["default", "tiny", "wide", "wide3"]
+WIDE = {"wide": (2, 6), "wide3": (3, 5)}     # (dispatch ways, window entries) on the default
 
 
 def config_named(request, name: str) -> SystemConfig:
-    """A preset by name; ``wide`` is the default with two dispatch ways and a 6-entry window."""
-    if name == "wide":
+    """A preset by name; ``wide`` is the default with two dispatch ways and a 6-entry window,
+    ``wide3`` with three ways and a 5-entry window."""
+    if name in WIDE:
         config = request.getfixturevalue("default_config")
-        return dataclasses.replace(config, hts=dataclasses.replace(config.hts, dispatch_width=2, window=6))
+        width, window = WIDE[name]
+        return dataclasses.replace(config, hts=dataclasses.replace(config.hts, dispatch_width=width, window=window))
     return request.getfixturevalue(f"{name}_config")
 
 
@@ -191,6 +194,12 @@ def age_order(valid: int, older) -> list[int]:
     consistent matrix give every place once, which is asserted.
     """
     slots = [slot for slot in range(len(older)) if valid >> slot & 1]
+    for slot in slots:
+        for other in slots:
+            # Of two valid slots exactly one is the older (and no slot is older than itself).
+            assert (int(older[slot]) >> other & 1) != (int(older[other]) >> slot & 1) or slot == other, \
+                f"slots {slot} and {other} disagree on their age"
+        assert not int(older[slot]) >> slot & 1, f"slot {slot} older than itself"
     place = {slot: sum(1 for other in slots if int(older[slot]) >> other & 1) for slot in slots}
     assert sorted(place.values()) == list(range(len(slots))), f"inconsistent age matrix {place}"
     return sorted(slots, key=place.get)

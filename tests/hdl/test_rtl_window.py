@@ -43,6 +43,7 @@ def test_window_matches_model(request, preset, seed):
 
             # The model, in the order of HTSModel.step: squash, issue, decode, end of cycle.
             squashed = model.squash(squash)
+            waiting = [task.tag for task in window.tasks]
             events = len(model.trace.events)
             model._issue(cycle, list(station_room))
             issued = [event.fields["tag"] for event in model.trace.events[events:]]
@@ -71,10 +72,17 @@ def test_window_matches_model(request, preset, seed):
             model.end_of_cycle(released, confirm, retarget)
             await ctx.tick()
             assert_contents(ctx, dut, window.tasks, where)
-            seen.update(issued=len(issued), squashed=len(squashed), full=not room)
+            left = [position for position, tag in enumerate(waiting) if tag not in issued]
+            seen.update(issued=len(issued), squashed=len(squashed), full=not room,
+                        several_issued=len(issued) > 1,
+                        passed_older=any(waiting.index(tag) > min(left) for tag in issued) if left else False)
 
     run(dut, bench)
     # With a single tag, a reader of a TM copy never shares the window with a retarget.
+    # A younger task passes an older one whose station is full (there is no younger one in
+    # a one-entry window); several ways issue together.
     exercised = ("issued", "squashed", "full", "retargeted writes") + (
-        ("retargeted reads",) if hts.tracker_entries > 1 else ())
+        ("retargeted reads",) if hts.tracker_entries > 1 else ()) + (
+        ("passed_older",) if hts.window > 1 else ()) + (
+        ("several_issued",) if hts.dispatch_width > 1 else ())
     assert all(seen[what] for what in exercised), seen
