@@ -195,9 +195,11 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     result = hts("synth", "-c", "tiny", "--block", "memory_tracker", "--json", env=env)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    entries = tiny_config.hts.tracker_entries
-    # The tracker's state, and nothing else, is in flip-flops: valid bits, entries, age matrix.
-    state_bits = entries + entries * tracker_entry_layout(tiny_config).size + entries * entries
+    entries, tlb_slots = tiny_config.hts.tracker_entries, tiny_config.hts.tlb_entries
+    # The tracker's state, and nothing else, is in flip-flops: valid bits, entries, age
+    # matrix, and which TLB slots each entry touches.
+    state_bits = (entries + entries * tracker_entry_layout(tiny_config).size + entries * entries
+                  + entries * tlb_slots)
     assert report["ffs"] == state_bits
     assert report["luts"] > 0 and report["lut_sites"] == report["luts"] + 2 * report["carry_cells"]
     assert report["brams"] == 0 and report["dsps"] == 0
