@@ -19,7 +19,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
 from .layouts import task_layout
@@ -107,7 +107,9 @@ class DispatchArbiter(wiring.Component):
             for c in classes:
                 m.d.comb += granted[c].eq(eligible[c] & first.bit_select(self.offer_task[c].tag, 1))
         else:
-            tag_ranks = Signal(data.ArrayLayout(range(tags), tags))
+            # Ranks run to tags - 1; bits_for keeps them at least a bit wide, so that a
+            # single-tag tracker still has a rank to index.
+            tag_ranks = Signal(data.ArrayLayout(bits_for(tags), tags))
             for tag, row in enumerate(self.older):
                 m.d.comb += tag_ranks[tag].eq(sum(row & eligible_tags, start=0))
             for c in classes:
