@@ -249,13 +249,11 @@ def fits(resources: dict, target: Target) -> bool:
 
 def nextpnr_args(target: Target, netlist_file: str, report_file: str, freq_mhz: float, log_file: str) -> list[str]:
     # Fixed seed: the same design gives the same Fmax. --timing-allow-fail: missing the
-    # constraint is a result to report, not an error. router2: on the default scheduler
-    # (72% of the part) the default router1 had routed a fifth of its 228k arcs after
-    # ten minutes and was on course for an hour and a half more; router2's negotiated
-    # congestion finishes it in a fraction of that.
+    # constraint is a result to report, not an error. The default router (router1): on
+    # the default scheduler router2 stalled with some 4,500 wires still overused after 50
+    # minutes, while router1 kept routing at a steady rate (docs/results.md).
     return [*target.nextpnr_device, "--json", netlist_file, "--out-of-context", "--freq", f"{freq_mhz:g}",
-            "--timing-allow-fail", "--seed", "1", "--router", "router2", "--report", report_file, "--quiet",
-            "--log", log_file]
+            "--timing-allow-fail", "--seed", "1", "--report", report_file, "--quiet", "--log", log_file]
 
 
 def parse_stat(stat: dict, target: Target) -> dict:
