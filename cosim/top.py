@@ -135,8 +135,15 @@ def ports(verilog: str, module: str = TOPLEVEL) -> list[tuple[str, int, str]]:
     """``(direction, width, name)`` of every port of ``module``, as Yosys declared them."""
     body = verilog[verilog.index(f"module {module}("):]
     body = body[:body.index("endmodule")]
-    return [(direction, int(msb) + 1 if msb else 1, name) for direction, msb, name
-            in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", body, re.M)]
+    declared = [(direction, int(msb) + 1 if msb else 1, name) for direction, msb, name
+                in re.findall(r"^\s*(input|output)\s+(?:\[(\d+):0\]\s+)?(\w+);", body, re.M)]
+    # A port in the header that the pattern missed would be left unconnected in the wrapper.
+    header = body[body.index("(") + 1:body.index(")")]
+    listed = {name.strip() for name in header.split(",")}
+    missed = listed - {name for _, _, name in declared}
+    if missed:
+        raise RuntimeError(f"ports of {module} not understood: {sorted(missed)}")
+    return declared
 
 
 def clocked_wrapper(verilog: str) -> str:

@@ -22,11 +22,13 @@ from hts.cosim.fuzz import SYSTEMS, fuzz_job
 from hts.cosim.replay import replay
 from hts.cosim.run import build, cosimulate
 from hts.cosim.scoreboard import Job, RunSpec, score
+from hts.cosim.top import TOPLEVEL, CosimTop, ports
 from hts.cosim.views import view_reader
 from hts.errors import HTSError
 from hts.hdl import memory_tracker
 from hts.hdl.layouts import task_layout
 from hts.hdl.trace import TraceReader, canonical, trace_layout
+from hts.synth import verilog_text
 
 BENCHMARK_FOLDER = Path(benchmarks.__file__).parent
 
@@ -163,3 +165,11 @@ def test_the_cpp_replay_reproduces_the_cocotb_run_and_refuses_a_different_one():
     stalled = dataclasses.replace(stimulus, writes=[write for write in stimulus.writes if write[1] != "core_done"])
     with pytest.raises(HTSError, match="diverged"):
         replay(build(config), stalled)
+
+
+def test_the_wrapper_refuses_a_port_it_cannot_parse():
+    """An input the port pattern missed would be left unconnected in the clocked wrapper."""
+    verilog = verilog_text(CosimTop(load_config("tiny")), TOPLEVEL)
+    assert {name for _, _, name in ports(verilog)} >= {"cpu__load", "core_done", "events", "wake"}
+    with pytest.raises(RuntimeError, match="not understood"):
+        ports(verilog.replace("input [", "input signed [", 1))
