@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
-from .layouts import task_layout
+from .layouts import record_register, task_layout
 
 __all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout", "word_address_width"]
 
@@ -221,7 +221,8 @@ class AcceleratorShell(wiring.Component):
         m.d.comb += held.mask.eq(core.task.mask & ~self.confirm)
         with m.If(self.retarget.valid & retargetable):
             m.d.comb += held.writes.base.eq(self.retarget.base)
-        m.d.sync += self.current.eq(held)
+        # The held task means something only while ``busy``: no reset (hdl/layouts.py).
+        m.d.sync += record_register(m, self.current, "held_task").eq(held)
 
         with m.If(accepting):
             m.d.sync += self.busy.eq(1)

@@ -106,7 +106,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS, Cond
 
 from .decode import BranchKind, branch_layout, restore_layout
-from .layouts import region_layout
+from .layouts import record_register, region_layout
 from .task_queue import fetch_pc_width
 
 __all__ = ["BranchUnit", "slot_layout"]
@@ -306,6 +306,8 @@ class BranchUnit(wiring.Component):
     def _update_slots(self, m: Module, due, killed, allocated, arrival, reads_at_decode):
         """Next state of every slot, its memory read, and whether TM is still read."""
         reads_tm = []
+        # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
+        records = record_register(m, self.entries, "slot_records")
         for slot, entry in enumerate(self.entries):
             waits_left = _wire(m, entry.waits & ~self.broadcast, f"waits_left_{slot}")
             wakes = _wire(m, self.valid[slot] & ~killed[slot] & entry.waits.any() & ~waits_left.any(),
@@ -335,7 +337,7 @@ class BranchUnit(wiring.Component):
             reading = stays & (incoming.kind != BranchKind.RR) & ~incoming.waits.any()
             m.d.sync += [
                 Assert(~(reading & moved), "retarget of a block whose read is under way"),
-                self.entries[slot].eq(following),
+                records[slot].eq(following),
                 self.valid[slot].eq(stays),
             ]
             reads_tm.append(stays & (following.block >= self._home_blocks))

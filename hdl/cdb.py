@@ -73,7 +73,8 @@ class CommonDataBus(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = self._count
-        ahead_of = Signal(data.ArrayLayout(count, count))
+        # A row is read only while its ticket is pending: no reset (hdl/layouts.py).
+        ahead_of = Signal(data.ArrayLayout(count, count), reset_less=True)
         taking = self.finished & ~self.pending
         holding = self.pending | taking
         staying = holding & ~self.grant & ~self.abort

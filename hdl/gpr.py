@@ -75,7 +75,9 @@ class GPRBank(wiring.Component):
             Assert(~(self.restore_en & (self.write_en | self.checkpoint_en)),
                    "GPR restore together with a write or checkpoint"),
         ]
-        snapshots = Signal(data.ArrayLayout(self._bank, self._slots))
+        # A snapshot is read only by the restore of the checkpoint that wrote it: no reset
+        # (hdl/layouts.py), neither at rst nor at a process start.
+        snapshots = Signal(data.ArrayLayout(self._bank, self._slots), reset_less=True)
         with m.If(self.checkpoint_en):
             m.d.sync += snapshots[self.checkpoint_slot].eq(self.values)
         # Never together with a write (asserted above); were it, the squashed path's write

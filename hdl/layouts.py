@@ -2,16 +2,26 @@
 
 Every width comes from ``config.widths`` (hts/config.py); the instruction itself is
 ``hts.isa.Instruction``. The functions here build layouts and the few pieces of
-combinational logic that several blocks repeat (range overlap).
+combinational logic that several blocks repeat (range overlap), and
+:func:`record_register`.
+
+Which registers have a reset. Only control state does: valid bits, pointers, counters,
+allocation masks. Task records, TLB and tracker entries, age and overlap matrices,
+snapshots, queue words and the CDB's ticket order mean something only while a valid bit
+(or a depth, or a head/tail pair) says so, and are written before that bit is set, so
+they carry no reset, as FPGA practice has it: the reset net then reaches a few thousand
+flip-flops rather than nearly all of them, and the flip-flops without it pack with any
+neighbour. ``tests/hdl/test_rtl_hts.py`` resets the scheduler in the middle of runs and
+checks that the run after the reset matches the model, cycle for cycle.
 """
 
-from amaranth.hdl import Value
+from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import data
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 
-__all__ = ["region_layout", "tracker_entry_layout", "task_layout", "overlaps"]
+__all__ = ["region_layout", "tracker_entry_layout", "task_layout", "overlaps", "record_register"]
 
 
 def region_layout(config: SystemConfig) -> data.StructLayout:
@@ -61,3 +71,11 @@ def overlaps(a, b) -> Value:
     a_end = a.base + a.blocks
     b_end = b.base + b.blocks
     return (a.blocks != 0) & (b.blocks != 0) & (a.base < b_end) & (b.base < a_end)
+
+
+def record_register(m: Module, port, name: str) -> Signal:
+    """A register without reset driving the output ``port``, for state that a valid bit
+    guards (see the module docstring); the block assigns it in ``sync`` instead of the port."""
+    register = Signal(port.shape(), name=name, reset_less=True)
+    m.d.comb += port.eq(register)
+    return register

@@ -74,7 +74,9 @@ class LoopStack(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         capacity = self._capacity
-        frames = Signal(data.ArrayLayout(self._frame, capacity))   # frames[0] is the top
+        # Frames below the depth and snapshots of no live checkpoint are never read: no
+        # reset (hdl/layouts.py), neither at rst nor at a process start.
+        frames = Signal(data.ArrayLayout(self._frame, capacity), reset_less=True)   # frames[0] is the top
         m.d.comb += [self.top.eq(frames[0]), self.empty.eq(self.depth == 0)]
 
         ops = [self.push, self.replace, self.pop, self.checkpoint_en, self.restore_en]
@@ -86,7 +88,7 @@ class LoopStack(wiring.Component):
         ]
 
         snapshot = data.StructLayout({"frames": frames.shape(), "depth": self.depth.shape()})
-        snapshots = Signal(data.ArrayLayout(snapshot, self._slots))
+        snapshots = Signal(data.ArrayLayout(snapshot, self._slots), reset_less=True)
         with m.If(self.push):
             m.d.sync += [frames[0].eq(self.frame), self.depth.eq(self.depth + 1)]
             m.d.sync += [frames[level].eq(frames[level - 1]) for level in range(1, capacity)]

@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, region_layout, tracker_entry_layout
+from .layouts import overlaps, record_register, region_layout, tracker_entry_layout
 
 __all__ = ["MemoryTracker"]
 
@@ -123,6 +123,9 @@ class MemoryTracker(wiring.Component):
             with m.If(~self.valid[tag]):
                 m.d.comb += self.free_tag.eq(tag)
 
+        # Entries, ages and ``touches`` mean something only for valid tags: no reset (hdl/layouts.py).
+        entries = record_register(m, self.entries, "entry_records")
+        older = record_register(m, self.older, "older_records")
         allocated = Signal(count)
         remaining = self.valid & ~self.release
         in_tm, followings, rewritten = [], [], []
@@ -132,7 +135,7 @@ class MemoryTracker(wiring.Component):
             with m.If(self.alloc & (self.free_tag == tag)):
                 m.d.comb += landing.eq(self.alloc_entry)
             following, rewrote = self._retargeted(m, tag, landing, f"retargeted_{tag}")
-            m.d.sync += self.entries[tag].eq(following)
+            m.d.sync += entries[tag].eq(following)
             stays = remaining[tag] | allocated[tag]
             in_tm.append(stays & (self._in_tm(following.reads) | self._in_tm(following.writes)))
             followings.append(following)
@@ -144,9 +147,9 @@ class MemoryTracker(wiring.Component):
             for tag in range(count):
                 # The new task is younger than every task staying, and older than none.
                 with m.If(self.free_tag == tag):
-                    m.d.sync += self.older[tag].eq(remaining)
+                    m.d.sync += older[tag].eq(remaining)
                 with m.Else():
-                    m.d.sync += self.older[tag].eq(self.older[tag] & ~allocated)
+                    m.d.sync += older[tag].eq(self.older[tag] & ~allocated)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
 
@@ -188,9 +191,10 @@ class MemoryTracker(wiring.Component):
         arriving, _ = self._retargeted(m, self.free_tag, self.alloc_entry, "arriving")
         arriving_row = Cat(*(self._touches(arriving, home) for home in homes))
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
+        touches = record_register(m, self.touches, "touch_records")
         new_slot = Signal(len(homes))
         m.d.comb += new_slot.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0))
         for tag, following in enumerate(followings):
             row = Mux(allocated[tag], arriving_row, self.touches[tag] | Mux(rewritten[tag], retarget_row, 0))
-            m.d.sync += self.touches[tag].eq(row & ~new_slot
+            m.d.sync += touches[tag].eq(row & ~new_slot
                                              | Mux(self._touches(following, self.tlb_alloc_home), new_slot, 0))

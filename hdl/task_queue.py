@@ -105,7 +105,8 @@ class TaskQueue(wiring.Component):
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.eq(self.load_data)]
 
         # A ring of registers: the head is read combinationally, like the model's deque.
-        entries = Signal(data.ArrayLayout(self._entry, depth))
+        # Meaningful only between head and tail: no reset (hdl/layouts.py).
+        entries = Signal(data.ArrayLayout(self._entry, depth), reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
         head_entry = entries[head]

@@ -21,7 +21,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, region_layout
+from .layouts import overlaps, record_register, region_layout
 
 __all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
 
@@ -158,9 +158,10 @@ class TaskLookupBuffer(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
         })
-        self.older = Signal(data.ArrayLayout(count, count))
+        # Meaningful only where ``valid`` is set: no reset (hdl/layouts.py).
+        self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
-        self._shadowed = Signal(data.ArrayLayout(count, count))
+        self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
 
     def elaborate(self, platform):
         m = Module()
@@ -190,7 +191,8 @@ class TaskLookupBuffer(wiring.Component):
                      new_entry.mask.eq(request.mask), new_entry.producer.eq(request.producer),
                      new_entry.tm_base.eq(self.alloc_tm_base)]
         survives = Signal(count)
-        for slot, (entry, valid) in enumerate(zip(self.entries, self.valid)):
+        entries = record_register(m, self.entries, "entry_records")
+        for slot, (entry, valid) in enumerate(zip(entries, self.valid)):
             current = Signal.like(new_entry, name=f"current{slot}")
             m.d.comb += current.eq(Mux(allocating[slot], new_entry, entry))
             m.d.comb += survives[slot].eq((valid | allocating[slot]) & ~(current.mask & self.drop).any()

@@ -92,8 +92,9 @@ class AgeQueue(wiring.Component):
         self._tags = config.hts.tracker_entries
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
         self.valid = Signal(capacity)
-        self.entries = Signal(data.ArrayLayout(self._task, capacity))
-        self.older = Signal(data.ArrayLayout(capacity, capacity))
+        # Meaningful only where ``valid`` is set: no reset (hdl/layouts.py).
+        self.entries = Signal(data.ArrayLayout(self._task, capacity), reset_less=True)
+        self.older = Signal(data.ArrayLayout(capacity, capacity), reset_less=True)
 
     def _departures(self, m: Module, movable: list) -> list:
         """Drive the outputs to the next stage; one bit per slot whose entry moves on at the edge.

@@ -17,7 +17,7 @@ little more than the events around it.
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Cat, Elaboratable, Module, Mux, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data
 from rtl_sim import run
 
@@ -57,18 +57,22 @@ class Harness(Elaboratable):
     ``seen`` holds, from each clock edge on, what the cycle before it showed: the
     testbench sleeps through cycles without ``wake`` and reads the cycle that woke it
     there. (Sampling the ports at every edge instead costs more than the design itself.)
+    ``reset`` is the scheduler's ``rst``: raised for a cycle, it resets the ``HTS`` (and
+    nothing of the harness) at the edge.
     """
 
     def __init__(self, config, cycle_limit: int):
         self.hts = HTS(config)
         self.cycle = Signal(32)
         self.wake = Signal()
+        self.reset = Signal()
         self.seen = Signal(_seen_layout(config))
         self._limit = cycle_limit
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.hts = hts = self.hts
+        m.submodules.hts = ResetInserter(self.reset)(self.hts)
+        hts = self.hts
         trace = hts.events
         events = Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
                      trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
@@ -102,8 +106,15 @@ class RTLRun:
     faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc) on the CPU port
 
 
-def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | None = None) -> RTLRun:
-    """Run ``programs`` (one per process, from pid 0) on the RTL; ``memory`` is updated in place."""
+def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | None = None,
+            reset_after: int | None = None) -> RTLRun:
+    """Run ``programs`` (one per process, from pid 0) on the RTL; ``memory`` is updated in place.
+
+    With ``reset_after``, the programs first run that many cycles with nothing answered
+    (no branch read, no TM read; no accelerator function touches ``memory``), leaving
+    tasks everywhere in flight; ``rst`` is then raised for a cycle and the run starts
+    over from loading the programs. The result is that of the second run only.
+    """
     harness = Harness(config, cycle_limit)
     hts = harness.hts
     cpu, read, tm, home = hts.cpu, hts.branch_read, hts.copyback_tm, hts.copyback_home
@@ -120,9 +131,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 functions.run(memory, accel_ids[task.accel_class], task.reads.base, task.reads.blocks,
                               task.writes.base, task.writes.blocks, task.metadata)
 
-    async def bench(ctx):
-        for dma in [tm, home, *hts.accel_dma]:
-            ctx.set(dma.ready, 1)
+    async def load_and_start(ctx):
         for pid, program in enumerate(programs):
             ctx.set(cpu.length.valid, 1)
             ctx.set(cpu.length.pid, pid)
@@ -138,6 +147,17 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
         ctx.set(cpu.start, (1 << len(programs)) - 1)
         await ctx.tick()
         ctx.set(cpu.start, 0)
+
+    async def bench(ctx):
+        for dma in [tm, home, *hts.accel_dma]:
+            ctx.set(dma.ready, 1)
+        if reset_after is not None:
+            await load_and_start(ctx)
+            await ctx.tick().repeat(reset_after)
+            ctx.set(harness.reset, 1)
+            await ctx.tick()
+            ctx.set(harness.reset, 0)
+        await load_and_start(ctx)
 
         lanes: dict[int, tuple[int, int]] = {}     # slot -> (cycle due, block)
         tm_answer: int | None = None               # word address read last cycle
