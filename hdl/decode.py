@@ -17,7 +17,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, Instruction, Opcode
 
 from .gpr import GPRBank
-from .layouts import region_layout, task_layout, tracker_entry_layout
+from .layouts import queued_task_layout, region_layout, tracker_entry_layout
 from .loop_stack import LoopStack, loop_frame_layout
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
@@ -109,8 +109,8 @@ class Decode(wiring.Component):
       ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
       ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
       ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry`` (out);
-    - ``window_append``, ``window_task`` (out): the decoded task, which is also the
-      ``decode`` trace event;
+    - ``window_append``, ``window_task`` (out): the decoded task as the window queues it;
+      the rest of it is ``tracker_alloc_entry``, and both make the ``decode`` trace event;
     - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
     - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
     - ``fault`` (out): valid, pid, pc of a committed-path task whose indirect region
@@ -161,7 +161,7 @@ class Decode(wiring.Component):
             "tlb_alloc": Out(1),
             "tlb_alloc_entry": Out(tlb_request_layout(config)),
             "window_append": Out(1),
-            "window_task": Out(task_layout(config)),
+            "window_task": Out(queued_task_layout(config)),
             "branch": Out(branch_layout(config)),
             "stall": Out(data.ArrayLayout(Stall, processes)),
             "fault": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
@@ -391,15 +391,12 @@ class Decode(wiring.Component):
             self.tracker_alloc_entry.pid.eq(chosen),
             self.tracker_alloc_entry.reads.eq(reads),
             self.tracker_alloc_entry.writes.eq(writes),
+            self.tracker_alloc_entry.pc.eq(head.pc),
+            self.tracker_alloc_entry.task_id.eq(word.task_id),
+            self.tracker_alloc_entry.metadata.eq(word.metadata),
             self.window_append.eq(1),
             self.window_task.tag.eq(tag),
-            self.window_task.pid.eq(chosen),
-            self.window_task.pc.eq(head.pc),
-            self.window_task.task_id.eq(word.task_id),
             self.window_task.accel_class.eq(class_of),
-            self.window_task.reads.eq(reads),
-            self.window_task.writes.eq(writes),
-            self.window_task.metadata.eq(word.metadata),
             self.window_task.mask.eq(mask),
             self.window_task.waits.eq(self.tracker_depends),
         ]

@@ -10,19 +10,24 @@ tracker's age matrix: an offer's rank is the number of eligible offers older tha
 and the offers of rank below ``dispatch_width`` are granted. Every tag's rank is counted
 from its matrix row, and each offer takes the rank of its tag. Ranks are distinct, because
 offers carry distinct tags of tasks in flight, whose ages the matrix orders totally.
+
+Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
+offer's record and the tracker entry of its tag, which together are the whole task the
+shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole task kept
+in every station entry (hdl/layouts.py).
 """
 
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
-from .layouts import task_layout
+from .layouts import queued_task_layout, task_layout, tracker_entry_layout, whole_task
 
 __all__ = ["DispatchArbiter", "dispatch_trace_layout"]
 
@@ -38,7 +43,9 @@ class DispatchArbiter(wiring.Component):
     Inputs (combinational, all on the state registered at the start of the cycle):
 
     - ``offer_valid``, ``offer_task`` (in, from the reservation stations): per class,
-      whether the station offers its oldest ready task, and that task;
+      whether the station offers its oldest ready task, and that task's queued record;
+    - ``tasks`` (in, from the memory tracker): its entries, by tag: the rest of every
+      task in flight;
     - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
       is free, and the lowest free one (numbered within the class);
     - ``older`` (in, from the memory tracker): its age matrix; ``older[j]`` bit ``i`` is
@@ -63,6 +70,7 @@ class DispatchArbiter(wiring.Component):
     - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
       of rank ``k`` (``valid``, ``instance`` within the class, ``task``), so the slots in
       order are the model's ``dispatch`` events in order. Valid slots fill from slot 0.
+      A shell's ``deliver`` payload is the ``task`` of its grant's slot.
     """
 
     def __init__(self, config: SystemConfig):
@@ -71,7 +79,8 @@ class DispatchArbiter(wiring.Component):
         classes = len(config.accelerators)
         super().__init__({
             "offer_valid": In(classes),
-            "offer_task": In(data.ArrayLayout(task, classes)),
+            "offer_task": In(data.ArrayLayout(queued_task_layout(config), classes)),
+            "tasks": In(data.ArrayLayout(tracker_entry_layout(config), hts.tracker_entries)),
             "has_free": In(classes),
             "free_instance": In(data.ArrayLayout(config.widths.instance, classes)),
             "older": In(data.ArrayLayout(hts.tracker_entries, hts.tracker_entries)),
@@ -120,18 +129,26 @@ class DispatchArbiter(wiring.Component):
         for c in classes:
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
-        for flat, (c, instance) in enumerate(instance_numbering(config)):
-            port = self.deliver[flat]
-            m.d.comb += [port.valid.eq(granted[c] & (self.free_instance[c] == instance)),
-                         port.payload.eq(self.offer_task[c])]
-
-        # Trace slot k: the grant of rank k, at most one class, so an AND-OR select.
+        # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
+        # record, then its tag's tracker entry.
         for slot, event in enumerate(self.trace):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
-            m.d.comb += in_slot.eq(Cat(*(granted[c] & (ranks[c] == slot) for c in classes)))
-            m.d.comb += [event.valid.eq(in_slot.any()),
-                         event.instance.eq(self._select(in_slot, self.free_instance)),
-                         event.task.eq(self._select(in_slot, self.offer_task))]
+            queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
+            m.d.comb += [
+                in_slot.eq(Cat(*(granted[c] & (ranks[c] == slot) for c in classes))),
+                queued.eq(self._select(in_slot, self.offer_task)),
+                event.valid.eq(in_slot.any()),
+                event.instance.eq(self._select(in_slot, self.free_instance)),
+                *whole_task(event.task, queued, self.tasks[queued.tag]),
+            ]
+
+        for flat, (c, instance) in enumerate(instance_numbering(config)):
+            port = self.deliver[flat]
+            m.d.comb += port.valid.eq(granted[c] & (self.free_instance[c] == instance))
+            if width == 1:
+                m.d.comb += port.payload.eq(self.trace[0].task)
+            else:
+                m.d.comb += port.payload.eq(Array(event.task for event in self.trace)[ranks[c]])
         return m
 
     @staticmethod

@@ -36,6 +36,7 @@ from .cdb import CommonDataBus
 from .copy_back import CopyBackEngine
 from .decode import Decode, Stall
 from .dispatch import DispatchArbiter
+from .layouts import whole_task
 from .memory_tracker import MemoryTracker
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
@@ -191,7 +192,7 @@ class HTS(wiring.Component):
         for queue in [window, *stations]:
             m.d.comb += [queue.squash.eq(branch_unit.squash), queue.confirm.eq(branch_unit.confirm),
                          queue.broadcast.eq(released)]
-            m.d.comb += [getattr(queue, name).eq(value) for name, value in retarget.items()]
+        # The retarget rewrites the ranges of queued tasks in the tracker, where they are kept.
         m.d.comb += [getattr(tracker, name).eq(value) for name, value in retarget.items()]
         m.d.comb += [getattr(branch_unit, name).eq(retarget[name])
                      for name in ("retarget", "retarget_tm", "retarget_home")]
@@ -212,6 +213,7 @@ class HTS(wiring.Component):
             arbiter.has_free.eq(asr.has_free),
             arbiter.free_instance.eq(asr.free_instance),
             arbiter.older.eq(tracker.older),
+            arbiter.tasks.eq(tracker.entries),
             asr.occupy.eq(arbiter.occupy),
         ]
         for class_index, station in enumerate(stations):
@@ -244,7 +246,7 @@ class HTS(wiring.Component):
             trace.copyback.eq(copy_back.trace_copyback),
             trace.dispatch.eq(arbiter.trace),
             trace.decode.valid.eq(decode.window_append),
-            trace.decode.task.eq(decode.window_task),
+            *whole_task(trace.decode.task, decode.window_task, decode.tracker_alloc_entry),
         ]
         for flat, shell in enumerate(shells):
             held = trace.held[flat]
@@ -253,7 +255,8 @@ class HTS(wiring.Component):
             view = trace.branches[slot]
             m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
         for issued, valid, task in zip(trace.issue, window.issue_valid, window.issue_task):
-            m.d.comb += [issued.valid.eq(valid), issued.pid.eq(task.pid), issued.pc.eq(task.pc),
+            entry = tracker.entries[task.tag]
+            m.d.comb += [issued.valid.eq(valid), issued.pid.eq(entry.pid), issued.pc.eq(entry.pc),
                          issued.tag.eq(task.tag)]
         return m
 

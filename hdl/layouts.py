@@ -21,7 +21,8 @@ from amaranth.lib import data
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 
-__all__ = ["region_layout", "tracker_entry_layout", "task_layout", "overlaps", "record_register"]
+__all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "whole_task",
+           "overlaps", "record_register"]
 
 
 def region_layout(config: SystemConfig) -> data.StructLayout:
@@ -31,18 +32,33 @@ def region_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:
-    """What the memory tracker keeps per in-flight task (its index is the task's tag)."""
+    """What the memory tracker keeps per in-flight task (its index is the task's tag): the
+    regions it searches, and the rest of the task that no queue updates (pid, pc, task
+    ID, metadata), kept here once instead of in every queue the task passes through."""
     region = region_layout(config)
-    return data.StructLayout({"pid": config.widths.pid, "reads": region, "writes": region})
+    return data.StructLayout({"pid": config.widths.pid, "reads": region, "writes": region,
+                              "pc": config.widths.pc, "task_id": _field_width("task_id"),
+                              "metadata": _field_width("metadata")})
+
+
+def queued_task_layout(config: SystemConfig) -> data.StructLayout:
+    """A decoded task as the window and the reservation stations hold it: its tag, and
+    what changes or is searched while it waits there. ``mask`` holds the speculation IDs
+    of the unresolved branches it was decoded under; ``waits`` holds the tags not yet
+    broadcast that it depends on. The rest of the task is its tag's tracker entry, which
+    takes the same retargets (``test_rtl_hts.py`` checks it every cycle)."""
+    return data.StructLayout({
+        "tag": config.widths.tag,
+        "accel_class": config.widths.accel_class,
+        "mask": config.hts.spec_ids,
+        "waits": config.hts.tracker_entries,
+    })
 
 
 def task_layout(config: SystemConfig) -> data.StructLayout:
-    """A decoded task as it travels window -> reservation station -> accelerator shell.
-
-    ``reads`` and ``writes`` are physical (TM when remapped); ``mask`` holds the
-    speculation IDs of the unresolved branches it was decoded under; ``waits`` holds the
-    tags not yet broadcast that it depends on.
-    """
+    """A whole task, as the dispatch arbiter delivers it to an accelerator shell and the
+    trace shows it: a queued task and its tag's tracker entry. ``reads`` and ``writes``
+    are physical (TM when remapped)."""
     widths, region = config.widths, region_layout(config)
     return data.StructLayout({
         "tag": widths.tag,
@@ -56,6 +72,13 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
         "mask": config.hts.spec_ids,
         "waits": config.hts.tracker_entries,
     })
+
+
+def whole_task(task, queued, entry) -> list:
+    """Assignments making the ``task_layout`` value ``task`` of a queued task and its
+    tag's tracker entry."""
+    return [getattr(task, name).eq(getattr(source, name))
+            for source, layout in ((queued, queued.shape()), (entry, entry.shape())) for name, _ in layout]
 
 
 def _field_width(name: str) -> int:

@@ -7,6 +7,11 @@ must pick "the oldest" reads (a tag's age never changes while it is valid, so th
 is written only when a tag is allocated). A retarget by the copy-back engine rewrites
 ranges in place (``_apply_retarget`` of ``models/hts.py``).
 
+An entry holds the rest of its task too (pid, pc, task ID, metadata): the window and the
+stations queue only tags, masks and waits, and the dispatch arbiter completes a granted
+task from here. The ranges a queued task carries in the model are the ones kept here,
+since both are written by decode and rewritten by the same retargets.
+
 It also keeps, registered, which TLB slots each entry touches, so that the TLB's copy-back
 choice reads one bit per (tag, slot) instead of comparing every home with every range
 each cycle. Tracker ranges change only when a tag is allocated or retargeted, and TLB
@@ -59,7 +64,8 @@ class MemoryTracker(wiring.Component):
 
     State read by other blocks:
 
-    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions and pid;
+    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions, pid, pc,
+      task ID and metadata;
     - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
       task ``j`` (both valid);
     - ``holds_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some entry

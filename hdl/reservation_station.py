@@ -1,7 +1,7 @@
 """Reservation station of one accelerator class: tasks waiting for their dependences.
 
 RTL of ``hts.models.reservation_station`` as ``models/hts.py`` drives it (``_issue``,
-``_dispatch``, ``_squash``, ``_confirm``, ``_end_of_cycle``, ``_apply_retarget``); see
+``_dispatch``, ``_squash``, ``_confirm``, ``_end_of_cycle``); see
 docs/microarchitecture.md for its timing. Same fixed-slot queue with an age matrix as
 the dispatch window (:class:`hts.hdl.window.AgeQueue`).
 """
@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import task_layout
+from .layouts import queued_task_layout
 from .window import AgeQueue
 
 __all__ = ["ReservationStation"]
@@ -31,13 +31,14 @@ class ReservationStation(AgeQueue):
       at the edge behind every task that stays, with this cycle's end-of-cycle updates;
       the window sends only what ``room`` allows;
     - ``offer_valid``, ``offer_task`` (out, to the dispatch arbiter): the oldest entry,
-      not squashed this cycle, whose ``waits`` is empty (start-of-cycle state);
+      not squashed this cycle, whose ``waits`` is empty (start-of-cycle state), as a
+      queued record (the arbiter completes it from the tracker);
     - ``take`` (in, from the dispatch arbiter): the offered task leaves at the edge
       (ignored without an offer).
     """
 
     def __init__(self, config: SystemConfig):
-        hts, task = config.hts, task_layout(config)
+        hts, task = config.hts, queued_task_layout(config)
         self._width = hts.dispatch_width
         super().__init__(config, hts.rs_entries, {
             "insert_valid": In(hts.dispatch_width),

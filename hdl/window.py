@@ -1,10 +1,11 @@
 """Dispatch window: decoded tasks in age order, waiting for room in their station.
 
 RTL of ``hts.models.window`` as ``models/hts.py`` drives it (``_issue``, ``_squash``,
-``_confirm``, ``_end_of_cycle``, ``_apply_retarget``); see docs/microarchitecture.md for
-its timing. The window and the reservation stations are the same kind of structure, a
-queue of ``task_layout`` records searched oldest first, and share :class:`AgeQueue`
-defined here.
+``_confirm``, ``_end_of_cycle``); see docs/microarchitecture.md for its timing. The window and the reservation stations are the same kind of structure, a
+queue of ``queued_task_layout`` records searched oldest first, and share :class:`AgeQueue`
+defined here. A queued record is the task's tag and what changes while it waits (mask,
+waits); its regions, pid, pc, task ID and metadata are its tag's tracker entry, which
+takes the retargets that the model applies to queued tasks (hdl/layouts.py).
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -13,24 +14,20 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import region_layout, task_layout
+from .layouts import queued_task_layout
 
 __all__ = ["AgeQueue", "DispatchWindow"]
 
 
 def _end_of_cycle_ports(config: SystemConfig) -> dict:
     """What lands on every queued task at the clock edge, and the squash that removes some."""
-    hts, region = config.hts, region_layout(config)
+    hts = config.hts
     return {
         "squash": In(hts.spec_ids),
         "squashed_tags": Out(hts.tracker_entries),
         "queued_tags": Out(hts.tracker_entries),
         "confirm": In(hts.spec_ids),
         "broadcast": In(hts.tracker_entries),
-        "retarget": In(1),
-        "retarget_tm": In(region),
-        "retarget_home": In(region),
-        "retarget_producer": In(config.widths.tag),
     }
 
 
@@ -45,7 +42,7 @@ def _fewer_than(bits, limit: int):
 
 
 class AgeQueue(wiring.Component):
-    """``capacity`` task records in fixed slots, with an age matrix saying which is older.
+    """``capacity`` queued task records in fixed slots, with an age matrix saying which is older.
 
     A record is written into a free slot when it arrives and stays there until it leaves,
     so nothing moves: "the oldest" is found through the age matrix, as the memory tracker
@@ -56,8 +53,9 @@ class AgeQueue(wiring.Component):
     ``_arrivals`` are written into the slots that were free at the start of the cycle,
     lowest first, each younger than every entry staying and than the arrivals before it.
     Every entry that stays or arrives gets the end-of-cycle updates of ``models/hts.py``
-    on its way into the register: the tags released this cycle leave its ``waits``, the
-    confirmed speculation IDs leave its ``mask``, and a retarget rewrites its ranges.
+    on its way into the register: the tags released this cycle leave its ``waits`` and
+    the confirmed speculation IDs leave its ``mask`` (a retarget rewrites ranges, which
+    are the tracker's).
 
     Ports common to the window and the stations:
 
@@ -73,12 +71,7 @@ class AgeQueue(wiring.Component):
       from every mask at the edge;
     - ``broadcast`` (in, from the top level): every tag released this cycle (the CDB
       grants, and the tags squashed or aborted anywhere), cleared from every ``waits``
-      at the edge;
-    - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
-      the copy-back engine): at the edge the entry with tag ``retarget_producer`` writes
-      ``retarget_home``, and every entry whose ``reads`` is exactly ``retarget_tm`` reads
-      ``retarget_home``. (The model matches writes on the TM region rather than on the
-      producer's tag: while the TLB entry lives, only its producer writes that region.)
+      at the edge.
 
     Registered state (not ports; the tests read it and order the valid slots by
     ``older``): ``valid`` (one bit per slot), ``entries`` (the records; a free slot's is
@@ -88,7 +81,7 @@ class AgeQueue(wiring.Component):
 
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
         self._capacity = capacity
-        self._task = task_layout(config)
+        self._task = queued_task_layout(config)
         self._tags = config.hts.tracker_entries
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
         self.valid = Signal(capacity)
@@ -147,9 +140,8 @@ class AgeQueue(wiring.Component):
             m.d.comb += arriving[slot].eq(Cat(*takes[slot]).any())
 
         # The end-of-cycle updates are applied once per source (each slot's own record,
-        # each arrival) and the slot then selects among updated records: updating after
-        # the selection would repeat the retarget's range compare for every slot on a
-        # deeper, multiplexed value.
+        # each arrival) and the slot then selects among updated records, not after it on
+        # a deeper, multiplexed value.
         updated_arrivals = [self._updated(m, record, f"arrival_{k}") for k, (_, record) in enumerate(arrivals)]
         for slot in range(capacity):
             following = self._updated(m, self.entries[slot], f"slot_{slot}")
@@ -179,11 +171,6 @@ class AgeQueue(wiring.Component):
             result.waits.eq(task.waits & ~self.broadcast),
             result.mask.eq(task.mask & ~self.confirm),
         ]
-        with m.If(self.retarget):
-            with m.If(task.tag == self.retarget_producer):
-                m.d.comb += result.writes.eq(self.retarget_home)
-            with m.If(task.reads == self.retarget_tm):
-                m.d.comb += result.reads.eq(self.retarget_home)
         return result
 
 
@@ -197,7 +184,7 @@ class DispatchWindow(AgeQueue):
       edge behind every task that stays. It is not squashed this cycle (its process
       cannot decode in the cycle its branch is squashed), but it does get the
       end-of-cycle updates: ``broadcast`` (decode ignores only the CDB's tags, not the
-      squashed ones), ``confirm`` and the retarget;
+      squashed ones) and ``confirm``;
     - ``station_room`` (in, from the stations): per accelerator class, the free entries
       its station had at the start of the cycle;
     - ``issue_valid``, ``issue_task`` (out, to the stations): the tasks moving this
@@ -209,7 +196,7 @@ class DispatchWindow(AgeQueue):
     """
 
     def __init__(self, config: SystemConfig):
-        hts, task = config.hts, task_layout(config)
+        hts, task = config.hts, queued_task_layout(config)
         self._width = hts.dispatch_width
         super().__init__(config, hts.window, {
             "append": In(1),

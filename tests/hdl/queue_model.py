@@ -1,17 +1,20 @@
 """The dispatch window and reservation stations as ``models/hts.py`` drives them, for the RTL tests.
 
 ``ModelSurroundings`` carries just the parts of ``HTSModel`` that its window and station
-code touches, and borrows that code itself (``_issue``, ``_confirm``, ``_apply_retarget``),
-so the tests step the top level's own logic. ``_squash`` and ``_end_of_cycle`` do much
-more than the queues need; their window and station lines are repeated here. Also:
-random decoded tasks, and their conversion to and from ``task_layout`` records.
+code touches, and borrows that code itself (``_issue``, ``_confirm``), so the tests step
+the top level's own logic. ``_squash`` and ``_end_of_cycle`` do much more than the
+queues need; their window and station lines are repeated here. (The queues hold no
+ranges, so the model's retargets, which rewrite ranges, have nothing to show on them;
+the tracker's test and the lockstep test of the whole scheduler cover them.) Also:
+random decoded tasks, and their conversion to and from ``queued_task_layout`` and
+``task_layout`` records.
 """
 
 import dataclasses
 import random
 from types import SimpleNamespace
 
-from rtl_sim import drive_retarget, region_value
+from rtl_sim import region_value
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
@@ -19,12 +22,12 @@ from hts.models.cdb import CommonDataBus
 from hts.models.hts import HTSModel
 from hts.models.memory_tracker import MemoryTracker
 from hts.models.reservation_station import ReservationStation
-from hts.models.tlb import TLBEntry
 from hts.models.trace import Trace
 from hts.models.window import DecodedTask, DispatchWindow
 
 __all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
-           "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record"]
+           "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record", "tracker_entry_record",
+           "whole_record_fields", "whole_task_fields", "whole_task_record"]
 
 CONFIGS = ["default", "tiny", "wide", "wide3"]
 WIDE = {"wide": (2, 6), "wide3": (3, 5)}     # (dispatch ways, window entries) on the default
@@ -45,7 +48,6 @@ class ModelSurroundings:
 
     _issue = HTSModel._issue
     _confirm = HTSModel._confirm
-    _apply_retarget = HTSModel._apply_retarget
     _queued_and_running = HTSModel._queued_and_running
 
     def __init__(self, config: SystemConfig):
@@ -53,7 +55,7 @@ class ModelSurroundings:
         self.window = DispatchWindow(config.hts.window)
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in config.accelerators]
         self.tracker = MemoryTracker(0)
-        self.tlb = SimpleNamespace(entries=[])
+        self.tlb = SimpleNamespace(entries=[])     # _confirm clears TLB masks too; the queues' tests have none
         self.cdb = CommonDataBus(config.hts.cdb_width)
         self.trace = Trace()
         self.processes, self.in_progress, self.completed_speculative, self.free_spec_ids = [], [], [], []
@@ -69,7 +71,7 @@ class ModelSurroundings:
             (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
         return squashed
 
-    def end_of_cycle(self, released: set[int], confirmed_bits: int, retarget: TLBEntry | None):
+    def end_of_cycle(self, released: set[int], confirmed_bits: int):
         """The window and station part of ``HTSModel._end_of_cycle``, in its order."""
         if released:
             for task in self.queued():
@@ -77,9 +79,6 @@ class ModelSurroundings:
         for spec_id in range(self.config.hts.spec_ids):
             if confirmed_bits >> spec_id & 1:
                 self._confirm(spec_id)
-        if retarget is not None:
-            self.tlb.entries.append(retarget)
-            self._apply_retarget(retarget)
 
 
 def bit_set(bits: int) -> set[int]:
@@ -132,59 +131,52 @@ class TaskSource:
         used = {task.tag for task in taken}
         return [tag for tag in range(self.config.hts.tracker_entries) if tag not in used]
 
-    def retarget(self, present: list[DecodedTask], producers: list[DecodedTask]) -> TLBEntry | None:
-        """A retarget that keeps the model's invariant: only its producer writes its TM region.
-
-        The producer is one of ``producers`` or a task elsewhere (a tag not ``present``);
-        the TM region is the producer's output, or else often some present task's input.
-        """
-        rng = self.rng
-        candidates = [task for task in producers if task.writes[1]]
-        if candidates and rng.random() < 0.6:
-            producer = rng.choice(candidates)
-            tag, tm = producer.tag, producer.writes
-        else:
-            absent = self.free_tags(present)
-            inputs = [task.reads for task in present if task.reads[1]]
-            if not absent:
-                return None
-            tag = rng.choice(absent)
-            tm = rng.choice(inputs) if inputs and rng.random() < 0.7 else self.region(nonempty=True)
-        if any(task.writes == tm and task.tag != tag for task in present):
-            return None
-        home = (rng.randrange(0, 24), tm[1])
-        return TLBEntry(seq=0, pid=0, home=home, tm_base=tm[0], mask=0, producer=tag)
-
 
 def task_record(task: DecodedTask) -> dict:
-    """A model task as a ``task_layout`` record, to drive an input port."""
-    return {"tag": task.tag, "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
-            "accel_class": task.class_index, "reads": region_value(task.reads),
-            "writes": region_value(task.writes), "metadata": task.metadata, "mask": task.mask,
+    """A model task as a ``queued_task_layout`` record, to drive an input port."""
+    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask,
             "waits": sum(1 << tag for tag in task.waits_for)}
 
 
 def task_fields(task: DecodedTask) -> dict:
-    """What a model task holds that a ``task_layout`` record holds too."""
-    return {"tag": task.tag, "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
-            "accel_class": task.class_index, "reads": task.reads, "writes": task.writes,
-            "metadata": task.metadata, "mask": task.mask, "waits": set(task.waits_for)}
+    """What a model task holds that a ``queued_task_layout`` record holds too."""
+    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask, "waits": set(task.waits_for)}
 
 
 def record_fields(record) -> dict:
-    """A ``task_layout`` record read from the simulator, in the form of ``task_fields``."""
-    return {"tag": record.tag, "pid": record.pid, "pc": record.pc, "task_id": record.task_id,
-            "accel_class": record.accel_class, "reads": (record.reads.base, record.reads.blocks),
-            "writes": (record.writes.base, record.writes.blocks), "metadata": record.metadata,
-            "mask": record.mask, "waits": bit_set(record.waits)}
+    """A ``queued_task_layout`` record read from the simulator, in the form of ``task_fields``."""
+    return {"tag": record.tag, "accel_class": record.accel_class, "mask": record.mask, "waits": bit_set(record.waits)}
 
 
-def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int], retarget):
-    """The inputs every queue shares: squash, confirm, broadcast and retarget."""
+def tracker_entry_record(task: DecodedTask) -> dict:
+    """The rest of a model task, as the ``tracker_entry_layout`` record of its tag."""
+    return {"pid": task.pid, "pc": task.pc, "task_id": task.task_id, "reads": region_value(task.reads),
+            "writes": region_value(task.writes), "metadata": task.metadata}
+
+
+def whole_task_record(task: DecodedTask) -> dict:
+    """A model task as a ``task_layout`` record (as the arbiter delivers it to a shell)."""
+    return {**task_record(task), **tracker_entry_record(task)}
+
+
+def whole_task_fields(task: DecodedTask) -> dict:
+    """What a model task holds that a ``task_layout`` record holds too."""
+    return {**task_fields(task), "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
+            "reads": task.reads, "writes": task.writes, "metadata": task.metadata}
+
+
+def whole_record_fields(record) -> dict:
+    """A ``task_layout`` record read from the simulator, in the form of ``whole_task_fields``."""
+    return {**record_fields(record), "pid": record.pid, "pc": record.pc, "task_id": record.task_id,
+            "reads": (record.reads.base, record.reads.blocks), "writes": (record.writes.base, record.writes.blocks),
+            "metadata": record.metadata}
+
+
+def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int]):
+    """The inputs every queue shares: squash, confirm and broadcast."""
     ctx.set(dut.squash, squash)
     ctx.set(dut.confirm, confirm)
     ctx.set(dut.broadcast, sum(1 << tag for tag in released))
-    drive_retarget(ctx, dut, retarget)
 
 
 def age_order(valid: int, older) -> list[int]:

@@ -17,7 +17,7 @@ little more than the events around it.
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Assert, Cat, Elaboratable, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Cat, Elaboratable, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data
 from rtl_sim import run
 
@@ -94,22 +94,7 @@ class Harness(Elaboratable):
             seen.grant.eq(hts.cdb.grant),
         ]
         m.d.sync += [held.eq(shell.current) for held, shell in zip(seen.held, hts.shells)]
-        m.d.sync += Assert(_queued_regions_are_the_trackers(hts),
-                           "a queued task's pid or regions differ from its tag's tracker entry")
         return m
-
-
-def _queued_regions_are_the_trackers(hts):
-    """Every task in the window or a station holds the pid and regions of its tag's tracker
-    entry: decode writes both from the same values and both take the retarget alike. A
-    task record store indexed by tag could therefore replace those fields in the queues."""
-    agree = []
-    for queue in [hts.window, *hts.stations]:
-        for valid, record in zip(queue.valid, queue.entries):
-            kept = hts.tracker.entries[record.tag]
-            agree.append(~valid | ((record.pid == kept.pid) & (record.reads.as_value() == kept.reads.as_value())
-                                   & (record.writes.as_value() == kept.writes.as_value())))
-    return Cat(*agree).all()
 
 
 @dataclass

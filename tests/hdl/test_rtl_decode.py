@@ -112,14 +112,17 @@ def test_decode_runs_programs_in_order(seed):
                 assert stalls[pid] not in (Stall.WINDOW_FULL, Stall.TRACKER_FULL, Stall.TLB_FULL,
                                            Stall.TLB_CONFLICT, Stall.SPECULATIVE_FAULT), where
             if ctx.get(decode.window_append):
-                task = ctx.get(decode.window_task)
-                pid, pc = int(task.pid), int(task.pc)
+                # The task is the window's record and the tracker entry, written together.
+                assert ctx.get(decode.tracker_alloc), where
+                task, entry = ctx.get(decode.window_task), ctx.get(decode.tracker_alloc_entry)
+                pid, pc = int(entry.pid), int(entry.pc)
                 word = programs[pid].decoded[pc]
-                regions = (int(task.reads.base), int(task.reads.blocks),
-                           int(task.writes.base), int(task.writes.blocks))
+                assert (int(entry.task_id), int(entry.metadata)) == (word.task_id, word.metadata), where
+                assert config.accelerators[int(task.accel_class)].id == word.accel_id, where
+                regions = (int(entry.reads.base), int(entry.reads.blocks),
+                           int(entry.writes.base), int(entry.writes.blocks))
                 data = functions.run(memory, word.accel_id, *regions, word.metadata)
                 decoded.append((pid, pc, word.accel_id, regions, data))
-                assert ctx.get(decode.tracker_alloc), where
             branch = ctx.get(decode.branch)
             if branch.valid:
                 pid = int(branch.pid)

@@ -2,9 +2,11 @@
 
 The model's own ``_dispatch`` runs on stations and an ASR of the cycle model, filled with
 random tasks whose decode order (``seq``) is their age. The arbiter sees what the RTL
-stations, ASR and tracker would show it: each station's oldest ready task, each class's
-lowest free instance, and the age matrix of the tags in flight (with junk in the rows and
-columns of free tags, as the tracker leaves them).
+stations, ASR and tracker would show it: each station's oldest ready task (its queued
+record), each class's lowest free instance, the tracker entries holding the rest of every
+task in flight, and the age matrix of the tags in flight (with junk in the entries, rows
+and columns of free tags, as the tracker leaves them). A granted task must reach its
+shell and the trace whole: queued record and its tag's entry.
 """
 
 import dataclasses
@@ -14,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from queue_model import TaskSource, record_fields, task_fields, task_record
+from queue_model import TaskSource, task_record, tracker_entry_record, whole_record_fields, whole_task_fields
 from rtl_sim import run
 
 from hts.config import load_config
@@ -118,6 +120,9 @@ def test_dispatch_matches_model(request, system, seed):
             ctx.set(dut.has_free, sum(1 << c for c in classes if free[c] is not None))
             ctx.set(dut.free_instance, [instance or 0 for instance in free])
             ctx.set(dut.older, age_matrix(rng, hts.tracker_entries, ages))
+            entries = {task.tag: tracker_entry_record(task) for task in in_flight()}
+            ctx.set(dut.tasks, [entries.get(tag, tracker_entry_record(source.task(tag, [])))
+                                for tag in range(hts.tracker_entries)])
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 
@@ -138,14 +143,15 @@ def test_dispatch_matches_model(request, system, seed):
                 delivered = taken[c] and free[c] == instance
                 assert ctx.get(port.valid) == delivered, f"{where}, instance {flat}"
                 if delivered:
-                    assert record_fields(ctx.get(port.payload)) == task_fields(offers[c]), f"{where}, instance {flat}"
+                    assert whole_record_fields(ctx.get(port.payload)) == whole_task_fields(offers[c]), \
+                        f"{where}, instance {flat}"
             trace = ctx.get(dut.trace)
             for slot in range(hts.dispatch_width):
                 assert trace[slot].valid == (slot < len(dispatched)), f"{where}, slot {slot}"
             for slot, event in enumerate(dispatched):
                 task = next(offer for offer in offers if offer is not None and offer.tag == event.fields["tag"])
                 assert trace[slot].instance == event.fields["instance"], f"{where}, slot {slot}"
-                assert record_fields(trace[slot].task) == task_fields(task), f"{where}, slot {slot}"
+                assert whole_record_fields(trace[slot].task) == whole_task_fields(task), f"{where}, slot {slot}"
                 assert config.accelerators[trace[slot].task.accel_class].name == event.fields["accel"], where
 
             eligible = sum(offers[c] is not None and free[c] is not None for c in classes)

@@ -38,9 +38,6 @@ def test_station_matches_model(request, preset, seed):
             take = rng.random() < taking
             squash = source.spec_ids() if rng.random() < 0.1 else 0
             confirm = source.spec_ids() & ~squash if rng.random() < 0.1 else 0
-            # The producer of a retarget may still be in the window, issuing this cycle.
-            everyone = station.tasks + inserted
-            retarget = source.retarget(everyone, everyone) if rng.random() < 0.25 else None
 
             # The model, in the order of HTSModel.step: squash, dispatch, issue, end of cycle.
             squashed = model.squash(squash)
@@ -56,27 +53,21 @@ def test_station_matches_model(request, preset, seed):
             ctx.set(dut.insert_task, [task_record(inserted[ports.index(port)]) if port in ports else {}
                                       for port in range(width)])
             ctx.set(dut.take, take)
-            drive_end_of_cycle(ctx, dut, squash, confirm, released, retarget)
+            drive_end_of_cycle(ctx, dut, squash, confirm, released)
             assert ctx.get(dut.room) == room, where
             assert ctx.get(dut.squashed_tags) == tags_of(squashed), where
             assert ctx.get(dut.offer_valid) == (offer is not None), where
             if offer is not None:
                 assert record_fields(ctx.get(dut.offer_task)) == offered, where
 
-            if retarget is not None:
-                tm = (retarget.tm_base, retarget.home[1])
-                seen["retargeted reads"] += sum(task.reads == tm for task in station.tasks)
-                seen["retargeted writes"] += sum(task.tag == retarget.producer for task in station.tasks)
-            model.end_of_cycle(released, confirm, retarget)
+            model.end_of_cycle(released, confirm)
             await ctx.tick()
             assert_contents(ctx, dut, station.tasks, where)
             seen.update(offered=offer is not None, taken=take and offer is not None, squashed=len(squashed),
                         full=not room, several_inserted=count > 1, gap_inserted=ports != list(range(count)))
 
     run(dut, bench)
-    # A single tag never lets a reader of a TM copy share the station with a retarget, and
-    # a single port cannot insert several tasks or leave a gap.
-    exercised = ["offered", "taken", "squashed", "full", "retargeted writes"]
-    exercised += ["retargeted reads"] if hts.tracker_entries > 1 else []
+    # A single port cannot insert several tasks or leave a gap.
+    exercised = ["offered", "taken", "squashed", "full"]
     exercised += ["several_inserted", "gap_inserted"] if width > 1 else []
     assert all(seen[what] for what in exercised), seen

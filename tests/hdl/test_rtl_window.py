@@ -36,9 +36,6 @@ def test_window_matches_model(request, preset, seed):
             free = source.free_tags(window.tasks)
             appended = source.task(rng.choice(free), window.tasks) if room and free and rng.random() < 0.6 else None
             arriving = [appended] if appended else []
-            # The producer of a retarget is decided on the start-of-cycle window; its readers
-            # may arrive this cycle.
-            retarget = source.retarget(window.tasks + arriving, window.tasks) if rng.random() < 0.25 else None
             start = {task.tag: task_fields(task) for task in window.tasks}
 
             # The model, in the order of HTSModel.step: squash, issue, decode, end of cycle.
@@ -57,7 +54,7 @@ def test_window_matches_model(request, preset, seed):
             ctx.set(dut.append, appended is not None)
             if appended is not None:
                 ctx.set(dut.append_task, task_record(appended))
-            drive_end_of_cycle(ctx, dut, squash, confirm, released, retarget)
+            drive_end_of_cycle(ctx, dut, squash, confirm, released)
             assert ctx.get(dut.room) == room, where
             assert ctx.get(dut.squashed_tags) == tags_of(squashed), where
             assert ctx.get(dut.issue_valid) == (1 << len(issued)) - 1, where
@@ -65,11 +62,7 @@ def test_window_matches_model(request, preset, seed):
             for position, tag in enumerate(issued):
                 assert record_fields(issue_task[position]) == start[tag], f"{where}, issue {position}"
 
-            if retarget is not None:
-                tm = (retarget.tm_base, retarget.home[1])
-                seen["retargeted reads"] += sum(task.reads == tm for task in window.tasks)
-                seen["retargeted writes"] += sum(task.tag == retarget.producer for task in window.tasks)
-            model.end_of_cycle(released, confirm, retarget)
+            model.end_of_cycle(released, confirm)
             await ctx.tick()
             assert_contents(ctx, dut, window.tasks, where)
             left = [position for position, tag in enumerate(waiting) if tag not in issued]
@@ -78,11 +71,9 @@ def test_window_matches_model(request, preset, seed):
                         passed_older=any(waiting.index(tag) > min(left) for tag in issued) if left else False)
 
     run(dut, bench)
-    # With a single tag, a reader of a TM copy never shares the window with a retarget.
     # A younger task passes an older one whose station is full (there is no younger one in
     # a one-entry window); several ways issue together.
-    exercised = ("issued", "squashed", "full", "retargeted writes") + (
-        ("retargeted reads",) if hts.tracker_entries > 1 else ()) + (
+    exercised = ("issued", "squashed", "full") + (
         ("passed_older",) if hts.window > 1 else ()) + (
         ("several_issued",) if hts.dispatch_width > 1 else ())
     assert all(seen[what] for what in exercised), seen
