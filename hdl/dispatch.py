@@ -27,7 +27,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
-from .layouts import queued_task_layout, task_layout, tracker_entry_layout, whole_task
+from .layouts import entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
 
 __all__ = ["DispatchArbiter", "dispatch_trace_layout"]
 
@@ -139,7 +139,7 @@ class DispatchArbiter(wiring.Component):
                 queued.eq(self._select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(self._select(in_slot, self.free_instance)),
-                *whole_task(event.task, queued, self.tasks[queued.tag]),
+                *whole_task(event.task, queued, entry_of(self.tasks, queued.tag)),
             ]
 
         for flat, (c, instance) in enumerate(instance_numbering(config)):

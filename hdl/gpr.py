@@ -13,6 +13,8 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
+from .layouts import entry_of
+
 __all__ = ["GPRBank", "READ_PORTS"]
 
 # Decode wires one port to each register field an instruction may name (A, B, C), or to
@@ -67,7 +69,7 @@ class GPRBank(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for port in range(READ_PORTS):
-            m.d.comb += self.read_value[port].eq(self.values[self.read_index[port]])
+            m.d.comb += self.read_value[port].eq(entry_of(self.values, self.read_index[port]))
 
         # Checked at the edge, where the operations land.
         m.d.sync += [

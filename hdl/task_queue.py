@@ -15,6 +15,8 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import Instruction
 
+from .layouts import entry_of
+
 __all__ = ["TaskQueue", "fetch_pc_width", "queue_entry_layout"]
 
 
@@ -109,7 +111,7 @@ class TaskQueue(wiring.Component):
         entries = Signal(data.ArrayLayout(self._entry, depth), reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
-        head_entry = entries[head]
+        head_entry = entry_of(entries, head)
         m.d.comb += [
             self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
