@@ -1,8 +1,9 @@
 """Dispatch window: decoded tasks in age order, waiting for room in their station.
 
 RTL of ``hts.models.window`` as ``models/hts.py`` drives it (``_issue``, ``_squash``,
-``_confirm``, ``_end_of_cycle``); see docs/microarchitecture.md for its timing. The window and the reservation stations are the same kind of structure, a
-queue of ``queued_task_layout`` records searched oldest first, and share :class:`AgeQueue`
+``_confirm``, ``_end_of_cycle``); see docs/microarchitecture.md for its timing. The
+window and the reservation stations are the same kind of structure, a queue of
+``queued_task_layout`` records searched oldest first, and share :class:`AgeQueue`
 defined here. A queued record is the task's tag and what changes while it waits (mask,
 waits); its regions, pid, pc, task ID and metadata are its tag's tracker entry, which
 takes the retargets that the model applies to queued tasks (hdl/layouts.py).
