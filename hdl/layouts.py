@@ -49,7 +49,7 @@ def queued_task_layout(config: SystemConfig) -> data.StructLayout:
     what changes or is searched while it waits there. ``mask`` holds the speculation IDs
     of the unresolved branches it was decoded under; ``waits`` holds the tags not yet
     broadcast that it depends on. The rest of the task is its tag's tracker entry, which
-    takes the same retargets (``test_rtl_hts.py`` checks it every cycle)."""
+    takes the retargets the model applies to queued tasks, by the same rule."""
     return data.StructLayout({
         "tag": config.widths.tag,
         "accel_class": config.widths.accel_class,
@@ -60,21 +60,10 @@ def queued_task_layout(config: SystemConfig) -> data.StructLayout:
 
 def task_layout(config: SystemConfig) -> data.StructLayout:
     """A whole task, as the dispatch arbiter delivers it to an accelerator shell and the
-    trace shows it: a queued task and its tag's tracker entry. ``reads`` and ``writes``
-    are physical (TM when remapped)."""
-    widths, region = config.widths, region_layout(config)
-    return data.StructLayout({
-        "tag": widths.tag,
-        "pid": widths.pid,
-        "pc": widths.pc,
-        "task_id": _field_width("task_id"),
-        "accel_class": widths.accel_class,
-        "reads": region,
-        "writes": region,
-        "metadata": _field_width("metadata"),
-        "mask": config.hts.spec_ids,
-        "waits": config.hts.tracker_entries,
-    })
+    trace shows it: the fields of a queued task, then those of its tag's tracker entry.
+    ``reads`` and ``writes`` are physical (TM when remapped)."""
+    return data.StructLayout({name: field.shape for layout in (queued_task_layout(config), tracker_entry_layout(config))
+                              for name, field in layout})
 
 
 def entry_of(entries, tag):
