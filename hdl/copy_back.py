@@ -134,8 +134,8 @@ class CopyBackEngine(wiring.Component):
 
     - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer``: for the
       memory tracker (the same-named ports there), which holds the ranges of every task
-      in the window and the stations too; the branch unit moves a pending branch reading a block of ``retarget_tm`` to the same
-      offset in ``retarget_home``;
+      in the window and the stations too; the branch unit moves a pending branch
+      reading a block of ``retarget_tm`` to the same offset in ``retarget_home``;
     - ``shell_retarget`` (out, to each shell's ``retarget``): ``valid`` for the shell that
       holds the producer, or accepts it this cycle (a producer dispatched in the cycle of
       its retarget), and the new output ``base``. It is never refused: a held producer

@@ -11,8 +11,9 @@ snapshots, queue words and the CDB's ticket order mean something only while a va
 (or a depth, or a head/tail pair) says so, and are written before that bit is set, so
 they carry no reset, as FPGA practice has it: on the default the reset net then reaches
 some 1,500 of the 12,800 flip-flops rather than nearly all of them, and the flip-flops
-without it pack with any neighbour. ``tests/hdl/test_rtl_hts.py`` resets the scheduler in the middle of runs and
-checks that the run after the reset matches the model, cycle for cycle.
+without it pack with any neighbour. ``tests/hdl/test_rtl_hts.py`` resets the scheduler
+in the middle of runs and checks that the run after the reset matches the model, cycle
+for cycle.
 """
 
 import operator
