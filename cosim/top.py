@@ -22,7 +22,7 @@ from hts.hdl.accelerator import core_signature, dma_signature
 from hts.hdl.asr import instance_numbering
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
-from hts.hdl.trace import trace_layout
+from hts.hdl.trace import any_event, trace_layout
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "ports",
            "clocked_wrapper"]
@@ -121,11 +121,7 @@ class CosimTop(wiring.Component):
         m.d.sync += self.cycle.eq(Mux(self.cpu.start.any(), 0, self.cycle + 1))
 
         trace = self.events
-        events = Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
-                     trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
-                     *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
-                     trace.decode.valid)
-        m.d.comb += self.wake.eq(events.any() | self.branch_read.valid.any() | self.copying
+        m.d.comb += self.wake.eq(any_event(trace) | self.branch_read.valid.any() | self.copying
                                  | self.copyback_tm.read | self.copyback_home.write | self.cpu.fault.valid
                                  | self.core_start.any() | self.core_release.any())
         return m

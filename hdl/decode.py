@@ -4,8 +4,9 @@ RTL of the decode stage of ``models/hts.py`` (``_decode``, ``_why_not_decodable`
 ``_plan_task``, ``_decode_one``, ``_decode_task``, ``_decode_branch``) and of the
 front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, the
 speculation mask and the skip depth of a zero-iteration loop. Control instructions
-execute here; a task is planned against the TLB, the memory tracker and the window
-and, if nothing stalls it, written to the window; an ``if`` goes to the branch unit.
+execute here; a task is planned against the TLB, takes a tag (its tracker entry) and, if
+nothing stalls it, goes to the enqueue stage (``hdl/enqueue.py``), which searches the
+tracker for its dependences the next cycle; an ``if`` goes to the branch unit.
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
@@ -17,7 +18,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, Instruction, Opcode
 
 from .gpr import GPRBank
-from .layouts import queued_task_layout, region_layout, tracker_entry_layout
+from .layouts import decoded_signature, region_layout, tracker_entry_layout
 from .loop_stack import LoopStack, loop_frame_layout
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
@@ -101,16 +102,16 @@ class Decode(wiring.Component):
 
     - ``confirm`` (in): speculation IDs predicted right, cleared from every mask;
       ``freed_ids`` (in): IDs returning to the pool (confirmed, mispredicted, squashed);
-    - ``window_has_room`` (in);
-    - tracker: ``tracker_query_reads``, ``tracker_query_writes``, ``tracker_branch_block``
-      (out) -> ``tracker_depends``, ``tracker_writers``, ``tracker_has_free``,
+    - ``window_has_room`` (in, from the top level): the window has a slot for this
+      cycle's task besides the one the enqueue stage holds;
+    - tracker: ``tracker_branch_block`` (out) -> ``tracker_writers``, ``tracker_has_free``,
       ``tracker_free_tag`` (in); ``tracker_alloc``, ``tracker_alloc_entry`` (out);
     - TLB: ``tlb_read_region``, ``tlb_write_region``, ``tlb_branch_block``,
       ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
       ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
       ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry`` (out);
-    - ``window_append``, ``window_task`` (out): the decoded task as the window queues it;
-      the rest of it is ``tracker_alloc_entry``, and both make the ``decode`` trace event;
+    - ``enqueue`` (out, :func:`hts.hdl.layouts.decoded_signature`, to the enqueue stage and
+      the trace's ``decode`` event): the task decoded, tag and tracker entry included;
     - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
     - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
     - ``fault`` (out): valid, pid, pc of a committed-path task whose indirect region
@@ -138,10 +139,7 @@ class Decode(wiring.Component):
             "confirm": In(hts.spec_ids),
             "freed_ids": In(hts.spec_ids),
             "window_has_room": In(1),
-            "tracker_query_reads": Out(region),
-            "tracker_query_writes": Out(region),
             "tracker_branch_block": Out(widths.phys_block),
-            "tracker_depends": In(tags),
             "tracker_writers": In(tags),
             "tracker_has_free": In(1),
             "tracker_free_tag": In(widths.tag),
@@ -160,8 +158,7 @@ class Decode(wiring.Component):
             "tlb_branch_phys": In(widths.phys_block),
             "tlb_alloc": Out(1),
             "tlb_alloc_entry": Out(tlb_request_layout(config)),
-            "window_append": Out(1),
-            "window_task": Out(queued_task_layout(config)),
+            "enqueue": Out(decoded_signature(config)),
             "branch": Out(branch_layout(config)),
             "stall": Out(data.ArrayLayout(Stall, processes)),
             "fault": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
@@ -268,7 +265,6 @@ class Decode(wiring.Component):
         m.d.comb += writes.eq(home_writes)
         with m.If(speculative_output):
             m.d.comb += writes.base.eq(self.tlb_alloc_tm_base)
-        m.d.comb += [self.tracker_query_reads.eq(reads), self.tracker_query_writes.eq(writes)]
 
         for pid in range(processes):
             with m.If(reason[pid] != Stall.NONE):
@@ -385,20 +381,20 @@ class Decode(wiring.Component):
             for index, accelerator in enumerate(config.accelerators):
                 with m.Case(accelerator.id):
                     m.d.comb += class_of.eq(index)
-        tag = self.tracker_free_tag
+        tag, entry, task = self.tracker_free_tag, self.tracker_alloc_entry, self.enqueue.task
         m.d.comb += [
             self.tracker_alloc.eq(1),
-            self.tracker_alloc_entry.pid.eq(chosen),
-            self.tracker_alloc_entry.reads.eq(reads),
-            self.tracker_alloc_entry.writes.eq(writes),
-            self.tracker_alloc_entry.pc.eq(head.pc),
-            self.tracker_alloc_entry.task_id.eq(word.task_id),
-            self.tracker_alloc_entry.metadata.eq(word.metadata),
-            self.window_append.eq(1),
-            self.window_task.tag.eq(tag),
-            self.window_task.accel_class.eq(class_of),
-            self.window_task.mask.eq(mask),
-            self.window_task.waits.eq(self.tracker_depends),
+            entry.pid.eq(chosen),
+            entry.reads.eq(reads),
+            entry.writes.eq(writes),
+            entry.pc.eq(head.pc),
+            entry.task_id.eq(word.task_id),
+            entry.metadata.eq(word.metadata),
+            self.enqueue.valid.eq(1),
+            *(getattr(task, name).eq(getattr(entry, name)) for name, _ in entry.shape()),
+            task.tag.eq(tag),
+            task.accel_class.eq(class_of),
+            task.mask.eq(mask),
         ]
         with m.If(speculative_output):
             m.d.comb += [

@@ -8,8 +8,8 @@ which set of tags, IDs and instances each block hears of:
 
 - *broadcast*: the tags of the tasks the CDB grants this cycle. Decode ignores them
   (the tracker's ``ignoring``), so a task decoded now does not wait for them;
-- *released*: broadcast, plus the tags of the tasks a squash removes from the window
-  and the stations, plus the tags of the running tasks it aborts. They leave the
+- *released*: broadcast, plus the tags of the tasks a squash removes from the enqueue
+  stage, the window and the stations, plus the tags of the running tasks it aborts. They leave the
   tracker and every waiting set at the edge;
 - *aborted*: instances holding a task under a mispredicted ID that the CDB does not
   grant this cycle (a grant goes first: the model completes before it squashes).
@@ -36,7 +36,8 @@ from .cdb import CommonDataBus
 from .copy_back import CopyBackEngine
 from .decode import Decode, Stall
 from .dispatch import DispatchArbiter
-from .layouts import entry_of, whole_task
+from .enqueue import Enqueue
+from .layouts import entry_of
 from .memory_tracker import MemoryTracker
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
@@ -128,6 +129,7 @@ class HTS(wiring.Component):
         })
         self.queues = [TaskQueue(config) for _ in range(hts.processes)]
         self.decode = Decode(config)
+        self.enqueue = Enqueue(config)
         self.tracker = MemoryTracker(config)
         self.tlb = TaskLookupBuffer(config)
         self.window = DispatchWindow(config)
@@ -143,12 +145,13 @@ class HTS(wiring.Component):
         m = Module()
         config = self._config
         tags = config.hts.tracker_entries
-        decode, tracker, tlb, window = self.decode, self.tracker, self.tlb, self.window
+        decode, enqueue, tracker, tlb, window = self.decode, self.enqueue, self.tracker, self.tlb, self.window
         stations, arbiter, asr, cdb = self.stations, self.arbiter, self.asr, self.cdb
         branch_unit, copy_back, shells = self.branch_unit, self.copy_back, self.shells
         for pid, queue in enumerate(self.queues):
             m.submodules[f"queue{pid}"] = queue
         m.submodules.decode = decode
+        m.submodules.enqueue = enqueue
         m.submodules.tracker = tracker
         m.submodules.tlb = tlb
         m.submodules.window = window
@@ -175,8 +178,8 @@ class HTS(wiring.Component):
             cdb.abort.eq(aborted),
             asr.release.eq(cdb.grant | aborted),
             broadcast.eq(_tag_set(cdb.grant, held_tags, tags)),
-            squashed.eq(reduce(operator.or_, (station.squashed_tags for station in stations),
-                               window.squashed_tags)),
+            squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]),
+                               enqueue.squashed_tags)),
             released.eq(broadcast | squashed | _tag_set(aborted, held_tags, tags)),
         ]
         for flat, shell in enumerate(shells):
@@ -192,10 +195,13 @@ class HTS(wiring.Component):
         for queue in [window, *stations]:
             m.d.comb += [queue.squash.eq(branch_unit.squash), queue.confirm.eq(branch_unit.confirm),
                          queue.broadcast.eq(released)]
-        # The retarget rewrites the ranges of queued tasks in the tracker, where they are kept.
-        m.d.comb += [getattr(tracker, name).eq(value) for name, value in retarget.items()]
+        m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
+        # The retarget rewrites the ranges of queued tasks in the tracker, where they are
+        # kept, and of the task entering the enqueue stage, which searches with them.
+        m.d.comb += [getattr(block, name).eq(value) for name, value in retarget.items() for block in (tracker, enqueue)]
         m.d.comb += [getattr(branch_unit, name).eq(retarget[name])
                      for name in ("retarget", "retarget_tm", "retarget_home")]
+        wiring.connect(m, decode.enqueue, enqueue.decoded)
         m.d.comb += [
             tracker.release.eq(released),
             tracker.ignoring.eq(broadcast),
@@ -245,8 +251,13 @@ class HTS(wiring.Component):
             trace.retarget.eq(copy_back.trace_retarget),
             trace.copyback.eq(copy_back.trace_copyback),
             trace.dispatch.eq(arbiter.trace),
-            trace.decode.valid.eq(decode.window_append),
-            *whole_task(trace.decode.task, decode.window_task, decode.tracker_alloc_entry),
+            trace.decode.valid.eq(decode.enqueue.valid),
+            trace.decode.task.eq(decode.enqueue.task),
+            trace.enqueue.valid.eq(enqueue.append),
+            trace.enqueue.pid.eq(enqueue.held.pid),
+            trace.enqueue.pc.eq(enqueue.held.pc),
+            trace.enqueue.tag.eq(enqueue.held.tag),
+            trace.enqueue.waits.eq(enqueue.held.waits),
         ]
         for flat, shell in enumerate(shells):
             held = trace.held[flat]
@@ -269,8 +280,8 @@ class HTS(wiring.Component):
             tlb.retargetable_tags.eq(copy_back.retargetable_tags),
             tlb.tracker_valid.eq(tracker.valid),
             tlb.touches.eq(tracker.touches),
-            copy_back.queued_tags.eq(reduce(operator.or_, (station.queued_tags for station in self.stations),
-                                            self.window.queued_tags)),
+            copy_back.queued_tags.eq(reduce(operator.or_, (queue.queued_tags for queue in [self.window, *self.stations]),
+                                            self.enqueue.queued_tags)),
         ]
         for flat, (shell, view) in enumerate(zip(self.shells, copy_back.shells)):
             delivered = self.arbiter.deliver[flat]
@@ -296,7 +307,7 @@ class HTS(wiring.Component):
     def _front_end(self, m: Module) -> Signal:
         """CPU port, task queues, decode and branch unit; returns the processes ending now."""
         config, cpu = self._config, self.cpu
-        decode, tracker, tlb, branch_unit = self.decode, self.tracker, self.tlb, self.branch_unit
+        decode, enqueue, tracker, tlb, branch_unit = self.decode, self.enqueue, self.tracker, self.tlb, self.branch_unit
         processes = config.hts.processes
         active = Signal(processes)
         retiring = Signal(processes)
@@ -335,15 +346,16 @@ class HTS(wiring.Component):
             decode.restore.eq(branch_unit.restore),
             decode.confirm.eq(branch_unit.confirm),
             decode.freed_ids.eq(branch_unit.freed_ids),
-            decode.window_has_room.eq(self.window.room != 0),
+            # The task in the enqueue stage has a window slot waiting for it.
+            decode.window_has_room.eq(self.window.room > enqueue.occupied),
             branch_unit.alloc.eq(decode.branch),
-            self.window.append.eq(decode.window_append),
-            self.window.append_task.eq(decode.window_task),
-            # Tracker: decode's look-ups and allocation.
-            tracker.query_reads.eq(decode.tracker_query_reads),
-            tracker.query_writes.eq(decode.tracker_query_writes),
+            self.window.append.eq(enqueue.append),
+            self.window.append_task.eq(enqueue.append_task),
+            # Tracker: the enqueue stage's search, decode's look-up and allocation.
+            tracker.query_reads.eq(enqueue.query_reads),
+            tracker.query_writes.eq(enqueue.query_writes),
+            enqueue.depends.eq(tracker.depends),
             tracker.branch_block.eq(decode.tracker_branch_block),
-            decode.tracker_depends.eq(tracker.depends),
             decode.tracker_writers.eq(tracker.writers),
             decode.tracker_has_free.eq(tracker.has_free),
             decode.tracker_free_tag.eq(tracker.free_tag),

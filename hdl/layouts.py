@@ -20,13 +20,14 @@ import operator
 from functools import reduce
 
 from amaranth.hdl import Module, Mux, Signal, Value
-from amaranth.lib import data
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import Out
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 
-__all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "whole_task",
-           "entry_of", "overlaps", "record_register"]
+__all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_signature",
+           "whole_task", "entry_of", "overlaps", "retargeted_ranges", "record_register"]
 
 
 def region_layout(config: SystemConfig) -> data.StructLayout:
@@ -81,6 +82,12 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
     })
 
 
+def decoded_signature(config: SystemConfig) -> wiring.Signature:
+    """A task leaving decode for the enqueue stage, as decode drives it: ``valid`` and the
+    whole task (``waits`` unused: the enqueue stage searches the tracker for them)."""
+    return wiring.Signature({"valid": Out(1), "task": Out(task_layout(config))})
+
+
 def entry_of(entries, tag):
     """``entries[tag]`` (an array view indexed by a signal) as an AND-OR multiplexer on the
     decoded index: a view of the element layout, or a plain value for plain elements.
@@ -114,6 +121,21 @@ def overlaps(a, b) -> Value:
     a_end = a.base + a.blocks
     b_end = b.base + b.blocks
     return (a.blocks != 0) & (b.blocks != 0) & (a.base < b_end) & (b.base < a_end)
+
+
+def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
+    """``task``'s reads and writes after this cycle's retarget, and whether one changed.
+
+    ``retarget`` has the copy-back engine's ``retarget``, ``retarget_tm``,
+    ``retarget_home`` and ``retarget_producer``. The producer (by ``tag``) writes home
+    from now on, and a reader whose range is exactly the TM copy reads home
+    (``_apply_retarget`` of ``models/hts.py``, which matches writes on the TM region:
+    while the TLB entry lives, only its producer writes it).
+    """
+    reads = retarget.retarget & (task.reads == retarget.retarget_tm)
+    writes = retarget.retarget & (retarget.retarget_producer == tag)
+    return (Mux(reads, retarget.retarget_home, task.reads), Mux(writes, retarget.retarget_home, task.writes),
+            reads | writes)
 
 
 def record_register(m: Module, port, name: str) -> Signal:

@@ -24,7 +24,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, record_register, region_layout, tracker_entry_layout
+from .layouts import overlaps, record_register, region_layout, retargeted_ranges, tracker_entry_layout
 
 __all__ = ["MemoryTracker"]
 
@@ -34,11 +34,12 @@ class MemoryTracker(wiring.Component):
 
     Look-up ports (combinational, on the state registered at the start of the cycle):
 
-    - ``query_reads``, ``query_writes`` (in, from decode): the physical regions of the
-      task decode is planning;
-    - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a task decoded now
+    - ``query_reads``, ``query_writes`` (in, from the enqueue stage): the physical
+      regions of the task it holds (decode allocated its entry last cycle);
+    - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a search made now
       need not wait for;
-    - ``depends`` (out, to decode): tags the planned task must wait for (RAW, WAR, WAW);
+    - ``depends`` (out, to the enqueue stage): tags whose entries the queried regions
+      meet (RAW, WAR, WAW), the querying task's own among them;
     - ``branch_block`` (in, from decode): the physical block a memory branch reads;
     - ``writers`` (out, to decode): tags that write ``branch_block``, ``ignoring`` aside;
     - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
@@ -169,12 +170,9 @@ class MemoryTracker(wiring.Component):
         bit need not gate the rewrite.
         """
         result = Signal.like(self.alloc_entry, name=name)
-        reads = self.retarget & (entry.reads == self.retarget_tm)
-        writes = self.retarget & (self.retarget_producer == tag)
-        m.d.comb += [result.eq(entry),
-                     result.reads.eq(Mux(reads, self.retarget_home, entry.reads)),
-                     result.writes.eq(Mux(writes, self.retarget_home, entry.writes))]
-        return result, reads | writes
+        reads, writes, rewrote = retargeted_ranges(entry, tag, self)
+        m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
+        return result, rewrote
 
     @staticmethod
     def _touches(entry, home):

@@ -15,6 +15,7 @@ and content; a comparison of two traces compares them in that order.
 
 import json
 
+from amaranth.hdl import Cat, Value
 from amaranth.lib import data
 
 from hts.config import SystemConfig
@@ -25,11 +26,11 @@ from .decode import BranchKind
 from .dispatch import dispatch_trace_layout
 from .layouts import task_layout
 
-__all__ = ["trace_layout", "TraceReader", "canonical", "EVENT_KINDS"]
+__all__ = ["trace_layout", "any_event", "TraceReader", "canonical", "EVENT_KINDS"]
 
 # The model's stage order within a cycle (models/hts.py, ``step``).
 EVENT_KINDS = ("end", "complete", "branch", "abort", "squash", "retarget", "copyback", "dispatch", "issue",
-               "decode")
+               "enqueue", "decode")
 
 
 def _held_layout(config: SystemConfig) -> data.StructLayout:
@@ -54,7 +55,8 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
       tasks removed by them (the process of each tag tells which squash removed it);
     - ``retarget``, ``copyback``: the copy-back engine's events;
     - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
-      oldest first; ``decode``: the task decoded into the window.
+      oldest first; ``enqueue``: the task entering the window, with the tags it waits
+      for; ``decode``: the task decoded into the enqueue stage (``waits`` unused).
     """
     hts = config.hts
     instances = len(instance_numbering(config))
@@ -75,8 +77,18 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
         "copyback": copyback_trace_layout(config),
         "dispatch": data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width),
         "issue": data.ArrayLayout(issue, hts.dispatch_width),
+        "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
+                                      "tag": config.widths.tag, "waits": hts.tracker_entries}),
         "decode": data.StructLayout({"valid": 1, "task": task_layout(config)}),
     })
+
+
+def any_event(trace) -> Value:
+    """Whether the trace port ``trace`` shows any event this cycle (testbenches wake on it)."""
+    return Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
+               trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
+               *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
+               trace.enqueue.valid, trace.decode.valid).any()
 
 
 def _bits(value: int) -> list[int]:
@@ -140,12 +152,15 @@ class TraceReader:
         for issued in value.issue:
             if issued.valid:
                 emit("issue", pid=issued.pid, pc=issued.pc, tag=issued.tag)
+        if value.enqueue.valid:
+            task = value.enqueue
+            emit("enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=_bits(task.waits))
         if value.decode.valid:
             task = value.decode.task
             self._pid_of_tag[task.tag] = task.pid
             emit("decode", pid=task.pid, pc=task.pc, tag=task.tag, task_id=task.task_id,
                  accel=self._names[task.accel_class], reads=_region(task.reads), writes=_region(task.writes),
-                 waits_for=_bits(task.waits), mask=task.mask)
+                 mask=task.mask)
         return out
 
 

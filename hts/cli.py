@@ -87,6 +87,10 @@ def _print_synth_table(result: dict):
     if result["fits"]:
         print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
                                      for cell, use in result["utilization"].items()) + " (port registers included)")
+    path = result.get("critical_path")
+    if path:
+        print(f"critical path: {path['delay_ns']:.1f} ns ({path['routing_ns']:.1f} routing, {path['logic_ns']:.1f} "
+              f"logic, {path['levels']} logic levels) from {path['cells'][0]} to {path['cells'][-1]}")
 
 
 def cmd_synth(args) -> int:

@@ -65,7 +65,7 @@ from .toolchain import tool_env
 __all__ = [
     "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
     "write_verilog", "RegisteredPorts", "Target", "TARGETS", "yosys_script", "nextpnr_args",
-    "parse_stat", "parse_report", "synthesize",
+    "parse_stat", "parse_report", "critical_path", "synthesize",
 ]
 
 # Block name -> "module:Class" under hts.hdl, the top level first: the first block whose
@@ -78,6 +78,7 @@ _BLOCKS = {
     "dispatch": "hts.hdl.dispatch:DispatchArbiter",
     "copy_back": "hts.hdl.copy_back:CopyBackEngine",
     "decode": "hts.hdl.decode:Decode",
+    "enqueue": "hts.hdl.enqueue:Enqueue",
     "window": "hts.hdl.window:DispatchWindow",
     "reservation_station": "hts.hdl.reservation_station:ReservationStation",
     "asr": "hts.hdl.asr:AcceleratorStatus",
@@ -265,14 +266,34 @@ def parse_stat(stat: dict, target: Target) -> dict:
 
 
 def parse_report(report: dict) -> dict:
-    """Fmax (MHz, the slowest clock; None without a clocked path) and the device resources used,
-    from nextpnr's ``--report`` JSON."""
+    """Fmax (MHz, the slowest clock; None without a clocked path), the device resources used
+    and the critical path, from nextpnr's ``--report`` JSON."""
     clocks = report["fmax"].values()
     return {
         "fmax_mhz": round(min(clock["achieved"] for clock in clocks), 2) if clocks else None,
         "utilization": {cell: {"used": use["used"], "available": use["available"]}
                         for cell, use in sorted(report["utilization"].items()) if use["used"]},
+        "critical_path": critical_path(report),
     }
+
+
+def critical_path(report: dict) -> dict | None:
+    """The longest register-to-register path of nextpnr's report: its delay, split into
+    routing and logic, and the cells it passes through (their names say which block
+    they belong to: Yosys keeps the hierarchical names when it flattens)."""
+    paths = [path["path"] for path in report.get("critical_paths", []) if path.get("path")]
+    if not paths:
+        return None
+    steps = max(paths, key=lambda path: sum(step["delay"] for step in path))
+    routing = sum(step["delay"] for step in steps if step["type"] == "routing")
+    total = sum(step["delay"] for step in steps)
+    cells = []
+    for step in steps:
+        for end in (step["from"], step["to"]):
+            if not cells or cells[-1] != end["cell"]:
+                cells.append(end["cell"])
+    return {"delay_ns": round(total, 2), "routing_ns": round(routing, 2), "logic_ns": round(total - routing, 2),
+            "levels": sum(step["type"] == "logic" for step in steps), "cells": cells}
 
 
 def _start_yowasp(entry: str, args: list[str], workdir: Path) -> subprocess.Popen:

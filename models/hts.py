@@ -1,12 +1,12 @@
 """The cycle-level HTS model: every block of docs/microarchitecture.md, stepped cycle by cycle.
 
 This is the golden model of the RTL. Each cycle runs the stages back to front
-(completion and CDB, branch unit, copy-back, dispatch, issue, decode, fetch), so that an
-item moves at most one stage per cycle. Every stage decides on the occupancy its
+(completion and CDB, branch unit, copy-back, dispatch, issue, enqueue, decode, fetch), so
+that an item moves at most one stage per cycle. Every stage decides on the occupancy its
 structures had at the start of the cycle. What frees a structure (a CDB broadcast, a
-squash, a finished copy-back) lands at the end of the cycle. Decode alone sees the tags
-being broadcast, so a task decoded in the same cycle as its producer's broadcast does
-not wait for it. Cycles in which nothing can change are skipped in one step, so an
+squash, a finished copy-back) lands at the end of the cycle. The tracker searches
+(enqueue's for a task, decode's for a branch) alone see the tags being broadcast, so a
+search made in the cycle of its producer's broadcast does not wait for it. Cycles in which nothing can change are skipped in one step, so an
 accelerator latency of thousands of cycles costs no Python time.
 
 The same model is the software-runtime baseline (``scheduler="runtime"``): the CPU does
@@ -27,6 +27,7 @@ from .branch_unit import Checkpoint, PendingBranch
 from .cdb import CommonDataBus
 from .control import begin_loop, end_loop, execute_register_op, task_regions
 from .decode import ProcessContext
+from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
 from .memory_tracker import MemoryTracker, Region, TrackerEntry
@@ -101,6 +102,7 @@ class HTSModel:
         self.class_of_id = {acc.id: index for index, acc in enumerate(self.classes)}
         self.processes = [ProcessContext.create(pid, program, config) for pid, program in enumerate(programs)]
         self.tracker = MemoryTracker(config.hts.tracker_entries)
+        self.enqueue = EnqueueStage()
         self.window = DispatchWindow(config.hts.window)
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
         self.asr = AcceleratorStatus([acc.count for acc in self.classes])
@@ -200,7 +202,9 @@ class HTSModel:
         squashed += [task for station in self.stations for task in station.tasks if task.mask & bit]
         for task in squashed:
             (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
-            self._released_tags.add(task.tag)
+        if self.enqueue.task is not None and self.enqueue.task.mask & bit:
+            squashed.append(self.enqueue.remove())
+        self._released_tags.update(task.tag for task in squashed)
         aborted = [run for run in self.in_progress + list(self.cdb.tickets) if run.task.mask & bit]
         for run in aborted:
             (self.in_progress if run in self.in_progress else self.cdb.tickets).remove(run)
@@ -238,7 +242,7 @@ class HTSModel:
         A producer can be retargeted until its accelerator starts writing back, which it
         does over the last ``_transfer_cycles(output)`` cycles of its latency.
         """
-        waiting = [*self.window.tasks, *(task for station in self.stations for task in station.tasks)]
+        waiting = [*self._enqueued(), *self.window.tasks, *(task for station in self.stations for task in station.tasks)]
         not_writing = {task.tag for task in waiting} | {
             run.task.tag for run in self.in_progress if run.finishes - t > self._transfer_cycles(run.task.writes[1])}
         entry = self.tlb.retargetable(self._busy_regions(), not_writing)
@@ -317,6 +321,14 @@ class HTSModel:
             self.stations[task.class_index].tasks.append(task)
             self.trace.emit(t, "issue", pid=task.pid, pc=task.pc, tag=task.tag)
         return bool(moved)
+
+    def _enqueue(self, t: int, broadcast: frozenset[int]) -> bool:
+        task = self.enqueue.step(self.tracker, broadcast)
+        if task is None:
+            return False
+        self.window.tasks.append(task)
+        self.trace.emit(t, "enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=sorted(task.waits_for))
+        return True
 
     # ---- decode ---------------------------------------------------------------------------
 
@@ -397,7 +409,7 @@ class HTSModel:
             proc.skip_depth += {Opcode.LBEG: 1, Opcode.LEND: -1}.get(op, 0)
             return
         if op == Opcode.TASK:
-            self._decode_task(t, proc, pc, word, broadcast, plan)
+            self._decode_task(t, proc, pc, word, plan)
         elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
             execute_register_op(word, proc.gprs)
         elif op == Opcode.JUMP:
@@ -412,25 +424,23 @@ class HTSModel:
         elif op == Opcode.IF:
             self._decode_branch(t, proc, pc, word, broadcast)
 
-    def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int],
-                     plan: _TaskPlan):
+    def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, plan: _TaskPlan):
         writes = plan.home_writes
         tag = self.tracker.free_tag()
         if plan.speculative_output:
             writes = (self.tlb.allocate(self.seq, proc.pid, plan.home_writes, proc.spec_mask, tag),
                       plan.home_writes[1])
-        waits = self.tracker.dependences(plan.reads, writes, ignoring=broadcast)
         if self.runtime:
             self.decoder_free_at = t + runtime_accesses(self.tracker.occupancy()) * self.config.timing.l2_latency
         self.tracker.allocate(tag, TrackerEntry(proc.pid, plan.reads, writes))
         class_index = self.class_of_id[word.accel_id]
         task = DecodedTask(self.seq, tag, proc.pid, pc, word.task_id, word.accel_id, class_index, plan.reads,
-                           writes, word.metadata, set(waits), proc.spec_mask)
+                           writes, word.metadata, mask=proc.spec_mask)
         self.seq += 1
-        self.window.tasks.append(task)
+        self.enqueue.hold(task)
         self.trace.emit(t, "decode", pid=proc.pid, pc=pc, tag=tag, task_id=word.task_id,
                         accel=self.classes[class_index].name, reads=list(plan.reads), writes=list(writes),
-                        waits_for=sorted(waits), mask=task.mask)
+                        mask=task.mask)
 
     def _decode_branch(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int]):
         branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
@@ -506,7 +516,12 @@ class HTSModel:
 
     # ---- the cycle ------------------------------------------------------------------------
 
+    def _enqueued(self):
+        if self.enqueue.task is not None:
+            yield self.enqueue.task
+
     def _queued_and_running(self):
+        yield from self._enqueued()
         yield from self.window.tasks
         for station in self.stations:
             yield from station.tasks
@@ -516,7 +531,8 @@ class HTSModel:
     def _room_at_start(self) -> dict:
         return {
             "queue": [len(proc.queue.entries) for proc in self.processes],
-            "window": self.window.capacity - len(self.window.tasks),
+            # The task in the enqueue stage has a window slot waiting for it.
+            "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
             "tracker": len(self.tracker.entries) - self.tracker.occupancy(),
             "stations": [station.capacity - len(station.tasks) for station in self.stations],
         }
@@ -534,6 +550,7 @@ class HTSModel:
         progress |= self._copy_back(t)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
+        progress |= self._enqueue(t, broadcast)
         stalls: dict[int, str] = {}
         progress |= self._decode(t, room, broadcast, stalls) is not None
         for proc in self.processes:

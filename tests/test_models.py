@@ -251,12 +251,12 @@ def test_independent_tasks_overlap(default_config):
 
 
 def test_pipeline_timing_of_one_task(default_config):
-    """decode at 1 (fetch at 0), issue at 2, dispatch at 3, complete latency later, end."""
+    """decode at 1 (fetch at 0), enqueue at 2, issue at 3, dispatch at 4, complete latency later, end."""
     program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     cycles = {e.event: e.cycle for e in result.trace.events}
-    assert (cycles["decode"], cycles["issue"], cycles["dispatch"]) == (1, 2, 3)
-    assert cycles["complete"] == 3 + 921
+    assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (1, 2, 3, 4)
+    assert cycles["complete"] == 4 + 921
     assert cycles["end"] == cycles["complete"] + 1 and result.cycles == cycles["end"] + 1
 
 

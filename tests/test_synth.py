@@ -173,11 +173,27 @@ def test_parse_report_takes_the_slowest_clock_and_the_resources_used():
     assert synth.parse_report(report) == {
         "fmax_mhz": 123.46,
         "utilization": {"TRELLIS_COMB": {"used": 10, "available": 83640},
-                        "TRELLIS_FF": {"used": 4, "available": 83640}}}
+                        "TRELLIS_FF": {"used": 4, "available": 83640}},
+        "critical_path": None}
 
 
 def test_parse_report_without_a_clock_has_no_fmax():
-    assert synth.parse_report({"fmax": {}, "utilization": {}}) == {"fmax_mhz": None, "utilization": {}}
+    assert synth.parse_report({"fmax": {}, "utilization": {}}) == {"fmax_mhz": None, "utilization": {},
+                                                                   "critical_path": None}
+
+
+def _step(kind: str, source: str, sink: str, delay: float) -> dict:
+    return {"type": kind, "from": {"cell": source, "port": "Q"}, "to": {"cell": sink, "port": "A"}, "delay": delay}
+
+
+def test_critical_path_is_the_longest_path_split_into_routing_and_logic():
+    short = [_step("clk-to-q", "a", "a", 0.5), _step("routing", "a", "b", 1.0), _step("setup", "b", "b", 0.1)]
+    long = [_step("clk-to-q", "r", "r", 0.5), _step("routing", "r", "x", 2.0), _step("logic", "x", "y", 0.25),
+            _step("routing", "y", "z", 1.5), _step("logic", "z", "s", 0.25), _step("routing", "s", "q", 0.5)]
+    report = {"critical_paths": [{"from": "clk", "to": "clk", "path": short},
+                                 {"from": "clk", "to": "clk", "path": long}]}
+    assert synth.critical_path(report) == {"delay_ns": 5.0, "routing_ns": 4.0, "logic_ns": 1.0, "levels": 2,
+                                           "cells": ["r", "x", "y", "z", "s", "q"]}
 
 
 def test_sweep_configs_change_one_key_and_are_validated(default_config):

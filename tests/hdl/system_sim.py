@@ -17,7 +17,7 @@ little more than the events around it.
 
 from dataclasses import dataclass, field
 
-from amaranth.hdl import Cat, Elaboratable, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Elaboratable, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data
 from rtl_sim import run
 
@@ -26,7 +26,7 @@ from hts.hdl.accelerator import word_address_width
 from hts.hdl.asr import instance_numbering
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
-from hts.hdl.trace import TraceReader, canonical, trace_layout
+from hts.hdl.trace import TraceReader, any_event, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.memory import Memory, read_beat, write_beat
 
@@ -74,12 +74,8 @@ class Harness(Elaboratable):
         m.submodules.hts = ResetInserter(self.reset)(self.hts)
         hts = self.hts
         trace = hts.events
-        events = Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
-                     trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
-                     *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
-                     trace.decode.valid)
         m.d.sync += self.cycle.eq(Mux(hts.cpu.start.any(), 0, self.cycle + 1))
-        m.d.comb += self.wake.eq(events.any() | hts.branch_read.valid.any() | hts.copyback_tm.read
+        m.d.comb += self.wake.eq(any_event(trace) | hts.branch_read.valid.any() | hts.copyback_tm.read
                                  | hts.copyback_home.write | hts.copy_back.copying | hts.cpu.fault.valid
                                  | (self.cycle >= self._limit))
         seen = self.seen

@@ -1,7 +1,7 @@
 """Decode RTL, fed by the task-queue RTL, against in-order execution of random programs.
 
 The harness plays the rest of the scheduler: a window and tracker that always have
-room, a TLB that holds nothing, and a branch unit that resolves each branch after the
+room (the enqueue stage is not there), a TLB that holds nothing, and a branch unit that resolves each branch after the
 model's delay (RR the next cycle, memory branches after ``timing.memory_latency``).
 Speculation is off here, so decode never runs ahead of a branch; every task runs its
 accelerator function on the harness's memory the cycle it is decoded. In that setting the
@@ -111,10 +111,12 @@ def test_decode_runs_programs_in_order(seed):
             for pid in range(config.hts.processes):
                 assert stalls[pid] not in (Stall.WINDOW_FULL, Stall.TRACKER_FULL, Stall.TLB_FULL,
                                            Stall.TLB_CONFLICT, Stall.SPECULATIVE_FAULT), where
-            if ctx.get(decode.window_append):
-                # The task is the window's record and the tracker entry, written together.
+            if ctx.get(decode.enqueue.valid):
+                # The task goes to the enqueue stage as the tracker entry is written.
                 assert ctx.get(decode.tracker_alloc), where
-                task, entry = ctx.get(decode.window_task), ctx.get(decode.tracker_alloc_entry)
+                task, entry = ctx.get(decode.enqueue.task), ctx.get(decode.tracker_alloc_entry)
+                assert task.tag == ctx.get(decode.tracker_free_tag), where
+                assert all(getattr(task, name) == getattr(entry, name) for name, _ in entry.shape()), where
                 pid, pc = int(entry.pid), int(entry.pc)
                 word = programs[pid].decoded[pc]
                 assert (int(entry.task_id), int(entry.metadata)) == (word.task_id, word.metadata), where

@@ -1,0 +1,101 @@
+"""Enqueue: the second decode stage, the register between decode and the dispatch window.
+
+RTL of ``hts.models.enqueue`` as ``models/hts.py`` drives it (``_enqueue``, and the
+squash, confirm and retarget that reach a task held here). Decode allocates a task's
+tag and tracker entry and hands it over at the clock edge; the next cycle this stage
+searches the tracker with the task's ranges and writes the task, with the tags it
+waits for, into the window. The tracker search thus starts from a register instead of
+from the end of decode's TLB search (docs/hardware.md).
+"""
+
+from amaranth.hdl import Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout
+
+__all__ = ["Enqueue"]
+
+
+class Enqueue(wiring.Component):
+    """One task, held for exactly one cycle between decode and the window.
+
+    - ``decoded`` (in, :func:`hts.hdl.layouts.decoded_signature`, from decode): the task
+      decoded this cycle (``waits`` unused), registered at the edge with this cycle's
+      confirm and retarget applied, as the model applies them to every queued task;
+    - ``occupied`` (out, registered, to the top level): a task is held; decode needs a
+      window slot for it besides its own;
+    - ``query_reads``, ``query_writes`` (out, registered, to the tracker): the held
+      task's ranges; ``depends`` (in, from the tracker, combinational): the tags they
+      meet, the CDB's broadcast aside;
+    - ``squash`` (in, from the branch unit): speculation IDs mispredicted this cycle; a
+      held task under one of them is dropped: ``squashed_tags`` (out, to the top level)
+      has its tag;
+    - ``append``, ``append_task`` (out, to the window, combinational): the held task, not
+      squashed, with ``waits`` = ``depends`` less its own tag (the tracker holds its
+      entry since the last edge);
+    - ``queued_tags`` (out, registered, to the copy-back engine): the held task's tag (it
+      cannot have started writing back, so it may be retargeted);
+    - ``held`` (out, registered, to the trace port): the whole task held, ``waits``
+      being ``append_task``'s;
+    - ``confirm`` (in, from the branch unit) and ``retarget``, ``retarget_tm``,
+      ``retarget_home``, ``retarget_producer`` (in, from the copy-back engine): applied
+      to the arriving task at the edge.
+    """
+
+    def __init__(self, config: SystemConfig):
+        hts = config.hts
+        tags, region = hts.tracker_entries, region_layout(config)
+        self._tags = tags
+        super().__init__({
+            "decoded": In(decoded_signature(config)),
+            "occupied": Out(1),
+            "query_reads": Out(region),
+            "query_writes": Out(region),
+            "depends": In(tags),
+            "squash": In(hts.spec_ids),
+            "squashed_tags": Out(tags),
+            "append": Out(1),
+            "append_task": Out(queued_task_layout(config)),
+            "queued_tags": Out(tags),
+            "held": Out(task_layout(config)),
+            "confirm": In(hts.spec_ids),
+            "retarget": In(1),
+            "retarget_tm": In(region),
+            "retarget_home": In(region),
+            "retarget_producer": In(config.widths.tag),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        # The task itself needs no reset: ``occupied`` says when it means anything.
+        task = Signal.like(self.held, reset_less=True)
+        arriving = self.decoded.task
+        reads, writes, _ = retargeted_ranges(arriving, arriving.tag, self)
+        m.d.sync += [
+            self.occupied.eq(self.decoded.valid),
+            task.eq(arriving),
+            task.mask.eq(arriving.mask & ~self.confirm),
+            task.reads.eq(reads),
+            task.writes.eq(writes),
+        ]
+
+        own_tag = Signal(self._tags)
+        squashed = self.occupied & (task.mask & self.squash).any()
+        m.d.comb += [
+            own_tag.eq(Mux(self.occupied, 1 << task.tag, 0)),
+            self.query_reads.eq(task.reads),
+            self.query_writes.eq(task.writes),
+            self.queued_tags.eq(own_tag),
+            self.squashed_tags.eq(Mux(squashed, own_tag, 0)),
+            self.append.eq(self.occupied & ~squashed),
+            self.held.eq(task),
+            self.held.waits.eq(self.depends & ~own_tag),
+            self.append_task.tag.eq(task.tag),
+            self.append_task.accel_class.eq(task.accel_class),
+            self.append_task.mask.eq(task.mask),
+            self.append_task.waits.eq(self.held.waits),
+        ]
+        return m

@@ -1,0 +1,44 @@
+"""Enqueue: the second decode stage, between decode and the dispatch window.
+
+Decode (the first stage) plans a task against the TLB, allocates its tag and tracker
+entry, and leaves it in this stage's one-entry register. The next cycle this stage
+searches the memory tracker for the task's dependences and writes the task into the
+window. Splitting the two associative searches (TLB in decode, tracker here) over two
+cycles is what keeps each cycle of the RTL to one search (docs/microarchitecture.md).
+
+While the task sits here it is in flight like any queued task: a squash removes it, a
+confirm clears its mask, a retarget rewrites its ranges (``models/hts.py``).
+"""
+
+from .memory_tracker import MemoryTracker
+from .window import DecodedTask
+
+__all__ = ["EnqueueStage"]
+
+
+class EnqueueStage:
+    """The register between decode and the window, and the tracker search made from it."""
+
+    def __init__(self):
+        self.task: DecodedTask | None = None
+
+    def hold(self, task: DecodedTask):
+        """Decode leaves ``task`` here at the end of the cycle (the stage is free: decode checked)."""
+        assert self.task is None
+        self.task = task
+
+    def remove(self) -> DecodedTask | None:
+        task, self.task = self.task, None
+        return task
+
+    def step(self, tracker: MemoryTracker, broadcast: frozenset[int]) -> DecodedTask | None:
+        """The task leaving for the window this cycle, with the tags it waits for.
+
+        The tracker holds every task decoded before this one, and this one (decode
+        allocated its entry last cycle), but none decoded after it: the search leaves
+        out the task's own tag and the tags being broadcast now.
+        """
+        task = self.remove()
+        if task is not None:
+            task.waits_for = set(tracker.dependences(task.reads, task.writes, ignoring=broadcast | {task.tag}))
+        return task
