@@ -22,7 +22,7 @@ on the notification bus.
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -37,7 +37,7 @@ from .copy_back import CopyBackEngine
 from .decode import Decode, Stall
 from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
-from .layouts import entry_of
+from .layouts import entry_of, overlaps
 from .memory_tracker import MemoryTracker
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
@@ -334,6 +334,10 @@ class HTS(wiring.Component):
                 decode.exhausted[pid].eq(queue.exhausted),
             ]
         m.d.sync += active.eq(active & ~retiring | cpu.start)
+        new_touches = Cat(*(valid & (overlaps(tracker.alloc_entry.reads, entry.home)
+                                     | overlaps(tracker.alloc_entry.writes, entry.home))
+                            for valid, entry in zip(tlb.valid, tlb.entries)))
+        m.d.sync += Assert(~tracker.alloc | ~new_touches.any(), "a new tag touches a TLB home")
         m.d.comb += [
             cpu.running.eq(active),
             cpu.ended.eq(retiring),
@@ -376,6 +380,7 @@ class HTS(wiring.Component):
             tlb.alloc.eq(decode.tlb_alloc),
             tlb.alloc_entry.eq(decode.tlb_alloc_entry),
             # Tracker: which TLB homes its entries touch, kept as TLB entries arrive.
+            # A new tag touches none there is (hdl/memory_tracker.py relies on it).
             tracker.tlb_alloc.eq(decode.tlb_alloc),
             tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
             tracker.tlb_alloc_home.eq(decode.tlb_alloc_entry.home),

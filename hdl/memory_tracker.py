@@ -46,7 +46,9 @@ class MemoryTracker(wiring.Component):
 
     Updates (registered, land at the clock edge):
 
-    - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``;
+    - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``, which
+      touches no home of a TLB entry valid at the start of the cycle (decode's rules;
+      the top level asserts it in simulation);
     - ``release`` (in, from the CDB and the squash logic): tags to free;
     - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
       the copy-back engine): the entry of tag ``retarget_producer`` writes
@@ -182,7 +184,11 @@ class MemoryTracker(wiring.Component):
     def _update_touches(self, m: Module, followings, rewritten, allocated):
         """``touches`` at the edge; ``followings`` are the entries the edge registers.
 
-        - A tag allocated now: its new entry against every TLB home.
+        - A tag allocated now touches no TLB home there was at the start of the cycle:
+          decode reads the TM copy of an exact match, stalls on any other overlap of its
+          reads, and writes TM or a region no entry overlaps (``_plan_task`` of
+          ``models/hts.py``). Its row starts empty, and takes the TLB slot allocated in
+          the same cycle (its own output's, below) and a retarget's bits like any row.
         - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
           in home memory (decode faults on an indirect region past its end, and the
           assembler refuses a direct one), so the old row already holds the other range's
@@ -192,13 +198,11 @@ class MemoryTracker(wiring.Component):
         Rows of free tags and columns of free slots go stale: the TLB ANDs with ``valid``.
         """
         homes = list(self.tlb_homes)
-        arriving, _ = self._retargeted(m, self.free_tag, self.alloc_entry, "arriving")
-        arriving_row = Cat(*(self._touches(arriving, home) for home in homes))
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
         touches = record_register(m, self.touches, "touch_records")
         new_slot = Signal(len(homes))
         m.d.comb += new_slot.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0))
         for tag, following in enumerate(followings):
-            row = Mux(allocated[tag], arriving_row, self.touches[tag] | Mux(rewritten[tag], retarget_row, 0))
+            row = Mux(allocated[tag], 0, self.touches[tag]) | Mux(rewritten[tag], retarget_row, 0)
             m.d.sync += touches[tag].eq(row & ~new_slot
                                              | Mux(self._touches(following, self.tlb_alloc_home), new_slot, 0))

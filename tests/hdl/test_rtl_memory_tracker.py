@@ -7,7 +7,9 @@ applied at the end of the cycle after the cycle's allocation and releases, as
 ``touches`` is checked against every valid tag's ranges and the homes of a set of TLB
 slots that the test evolves at random (slots allocated, also in the cycle of a tracker
 allocation or a retarget, and freed), as the system keeps them: homes in home memory,
-retargeted ranges in TM. Free slots show random homes, which the tracker must not use.
+retargeted ranges in TM, and a new task touching none of the homes the TLB holds (which
+decode guarantees, and the whole scheduler asserts). Free slots show random homes, which
+the tracker must not use.
 """
 
 import dataclasses
@@ -126,6 +128,9 @@ def test_tracker_matches_model(request, preset, seed):
             outputs = [model.entries[tag].writes for tag in valid if model.entries[tag].writes[1]]
             new_reads = rng.choice(outputs) if outputs and rng.random() < 0.5 else reads
             entry = TrackerEntry(rng.randrange(config.hts.processes), new_reads, writes)
+            # As decode guarantees, a new task touches no home the TLB holds.
+            allocate &= not any(home is not None and touches(entry, home) for home in tlb_homes)
+            seen["new tag"] += allocate
             retarget = random_retarget(rng, model.entries, released, entry if allocate else None, home_blocks) \
                 if rng.random() < 0.3 else None
             ctx.set(dut.alloc, allocate)
@@ -182,6 +187,6 @@ def test_tracker_matches_model(request, preset, seed):
 
     run(dut, bench)
     # With a single tag, no reader shares the tracker with the producer of its TM copy.
-    exercised = ["producers", "TLB entry with a new tag", "TLB entry with a retarget",
+    exercised = ["producers", "new tag", "TLB entry with a new tag", "TLB entry with a retarget",
                  "retarget home touches a slot"] + (["readers", "new reader"] if count > 1 else [])
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
