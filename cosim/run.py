@@ -15,9 +15,9 @@ import pickle
 import shutil
 import sys
 import tempfile
+from importlib import resources
 from pathlib import Path
 
-import hts
 from hts.config import SystemConfig
 from hts.errors import HTSError
 from hts.output import atomic_path
@@ -50,11 +50,18 @@ def cache_root() -> Path:
     return Path(os.environ.get("HTS_COSIM_CACHE", Path.home() / ".cache" / "hts-cosim"))
 
 
+def _python_sources(package: str) -> list:
+    return sorted((item for item in resources.files(package).iterdir() if item.name.endswith(".py")),
+                  key=lambda item: item.name)
+
+
 def _sources_digest() -> str:
-    """A hash of every Python source the generated Verilog depends on."""
-    root = Path(hts.__file__).resolve().parent.parent
-    paths = [*sorted((root / "hdl").glob("*.py")), *sorted((root / "isa").glob("*.py")),
-             root / "cosim" / "top.py", root / "hts" / "config.py"]
+    """A hash of every Python source the generated Verilog depends on.
+
+    They are found as package resources, so an installed (not editable) copy works too.
+    """
+    paths = [*_python_sources("hts.hdl"), *_python_sources("hts.isa"),
+             resources.files("hts.cosim") / "top.py", resources.files("hts") / "config.py"]
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.name.encode() + path.read_bytes())

@@ -49,6 +49,7 @@ class Job:
     load_pause: float = 0.2             # chance of an idle cycle before each program word
     progress: bool = False              # print a line per run
     record: bool = False                # record each run's inputs for a replay (``RunOutcome.stimulus``)
+    keep_trace: bool = False            # return each run's RTL events (``RunOutcome.trace``)
 
 
 @dataclass
@@ -65,6 +66,7 @@ class RunOutcome:
     events: int = 0
     faults: list = field(default_factory=list)
     stimulus: Stimulus | None = None    # with ``Job(record=True)``
+    trace: list[dict] | None = None     # the RTL's events, canonical order, with ``Job(keep_trace=True)``
 
     @property
     def sim_cycles_per_s(self) -> float:

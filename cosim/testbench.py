@@ -24,6 +24,8 @@ outputs are read once settled. The clock runs inside the HDL (:func:`hts.cosim.t
 
 With ``Job(record=True)`` the testbench also records every input it writes, with its
 simulation time: a :class:`hts.cosim.replay.Stimulus` that replays the run without Python.
+With ``Job(keep_trace=True)`` each outcome also carries the RTL's events, as read from its
+trace port (``hts cosim --trace``).
 
 The cocotb test :func:`run_jobs` reads a pickled :class:`hts.cosim.scoreboard.Job` named
 by the ``HTS_COSIM_JOB`` environment variable and writes the results beside it.
@@ -290,6 +292,8 @@ async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
     wall_s = time.perf_counter() - started
     outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s)
+    if job.keep_trace:
+        outcome.trace = rtl.events
     if tb.writes is not None:
         outcome.stimulus = Stimulus(list(tb.writes), start_step, get_sim_time(), rtl.observed)
     return outcome

@@ -263,6 +263,14 @@ def _print_outcome_failure(outcome):
     print(f"  reproduce: {outcome.reproduce}", file=sys.stderr)
 
 
+def _write_events(path: str, events: list[dict]):
+    """A trace as JSON lines, the format of ``hts run --trace``."""
+    import json
+    from .output import atomic_path
+    with atomic_path(path) as tmp, open(tmp, "w") as out:
+        out.writelines(json.dumps(event) + "\n" for event in events)
+
+
 def cmd_cosim(args) -> int:
     import json
     from .cosim.run import cosimulate
@@ -271,7 +279,10 @@ def cmd_cosim(args) -> int:
     programs = tuple(_load_programs(args.programs, config))
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed)])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
-    [outcome] = cosimulate(Job(config, (spec,)), waves=args.waves, progress=_to_stderr)
+    [outcome] = cosimulate(Job(config, (spec,), keep_trace=args.trace is not None), waves=args.waves,
+                           progress=_to_stderr)
+    if args.trace:
+        _write_events(args.trace, outcome.trace)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
                "memory_digest": outcome.memory_digest, "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
@@ -520,6 +531,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
     p.add_argument("--seed", type=int, default=0, help="initial memory and CPU load pauses (default 0)")
     p.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
+    p.add_argument("--trace", metavar="FILE",
+                   help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
+                        "(within a cycle in canonical order, hts.hdl.trace.canonical)")
     p.add_argument("--json", action="store_true",
                    help="print one JSON object: cycles, match, memory_digest, sim_cycles_per_s, ...")
     p.set_defaults(run=cmd_cosim)

@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from .output import atomic_path  # noqa: E402
 
 __all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_synth_blocks", "plot_gantt",
-           "plot_gap_study"]
+           "plot_gap_study", "plot_decode_times"]
 
 
 def _save(fig, path: str | Path):
@@ -140,4 +140,26 @@ def plot_gap_study(bars: list[tuple[str, float]], path: str | Path, title: str):
     ax.set_xlabel("optimal makespan / scheduler makespan (1 = optimal)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
+
+
+def plot_decode_times(decodes: dict[tuple[str, str], list[int]], path: str | Path, title: str):
+    """Decode cycle against task index: a panel per program, a line per side (model, RTL).
+
+    ``decodes`` maps (program, side) to the cycle of each decode, in order. The RTL is
+    drawn dashed over the model, so lines that agree show as one.
+    """
+    programs = list(dict.fromkeys(program for program, _ in decodes))
+    fig, axes = plt.subplots(1, len(programs), figsize=(5 * len(programs), 4), squeeze=False)
+    styles = {"model": {"marker": "o", "markersize": 3}, "RTL": {"linestyle": "--", "marker": "x", "markersize": 4}}
+    for ax, program in zip(axes[0], programs):
+        for (name, side), cycles in decodes.items():
+            if name == program:
+                ax.plot(range(len(cycles)), cycles, label=side, **styles.get(side, {}))
+        ax.set_xlabel("task (decode order)")
+        ax.set_ylabel("decode cycle")
+        ax.set_title(program, fontsize=10)
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.suptitle(title, fontsize=10)
     _save(fig, path)

@@ -112,6 +112,16 @@ def test_cli_cosim_json():
     assert len(summary["memory_digest"]) == 16
 
 
+def test_cli_cosim_trace_writes_the_rtl_events_as_hts_run_writes_the_model_s(tmp_path):
+    program = str(BENCHMARK_FOLDER / "loop_dependency.s")
+    rtl, model = tmp_path / "rtl.jsonl", tmp_path / "model.jsonl"
+    result = _hts("cosim", program, "-c", "tiny", "--trace", str(rtl))
+    assert result.returncode == 0, result.stderr
+    assert _hts("run", program, "-c", "tiny", "--trace", str(model)).returncode == 0
+    events = [json.loads(line) for line in rtl.read_text().splitlines()]
+    assert events and events == canonical([json.loads(line) for line in model.read_text().splitlines()])
+
+
 def test_cli_cosim_bad_program_names_the_file_and_line(tmp_path):
     bad = tmp_path / "bad.s"
     bad.write_text("vector_add 0 1 1 1 0 0 0 0\nnot_an_accelerator 0 1 1 1 0 0 0 0\n")

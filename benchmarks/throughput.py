@@ -1,0 +1,345 @@
+"""Scheduler throughput: cycles per decoded task and enqueue-to-dispatch latency, model and RTL.
+
+    python -m hts.benchmarks.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--no-rtl] [--plot FILE.png]
+
+Two generated programs of the configuration's shortest accelerator class: N independent
+tasks (every region disjoint) and a chain of N tasks, each reading what the previous one
+wrote. Every figure comes from a run's trace, its ``decode`` and ``dispatch`` events
+matched per task by (pid, pc, tag), so stages added between the two leave the measure
+valid. The RTL's figures come from its own trace port, read by the co-simulation
+(``hts cosim --trace`` writes the same events). For ns, give the Fmax that
+``hts synth --json`` measured (its ``fmax_mhz``) as ``--fmax-mhz``.
+"""
+
+import argparse
+import statistics
+import sys
+from collections import defaultdict, deque
+from dataclasses import dataclass
+
+from hts.assembler import Program, assemble
+from hts.config import AcceleratorClass, SystemConfig, load_config
+from hts.cosim.run import cosimulate
+from hts.cosim.scoreboard import Job, RunOutcome, RunSpec
+from hts.errors import HTSError
+from hts.isa import FIELDS
+from hts.models.hts import HTSModel, RunResult
+from hts.models.memory import initial_memory
+from hts.plots import plot_decode_times
+
+__all__ = ["PROGRAMS", "shortest_class", "program_text", "TaskTimes", "task_times", "Throughput", "measure",
+           "in_flight_limit", "back_end_cycles_per_task"]
+
+PROGRAMS = ("independent", "chain")
+TASK_IDS = 1 << {name: width for name, _, width in FIELDS}["task_id"]
+
+# Etsion et al., "Task Superscalar: An Out-of-Order Task Pipeline", MICRO-43, 2010, abstract:
+# "our pipeline can maintain a decode rate faster than 60ns per task".
+TASK_SUPERSCALAR_NS = 60.0
+TASK_SUPERSCALAR = "Task Superscalar (Etsion et al., MICRO 2010): decodes faster than 60 ns per task"
+
+
+# ---- the programs ---------------------------------------------------------------------------
+
+def shortest_class(config: SystemConfig) -> AcceleratorClass:
+    """The class with the fewest cycles per task: the one that asks most of the front end."""
+    return min(config.accelerators, key=lambda acc: acc.latency)
+
+
+def _blocks_needed(kind: str, tasks: int) -> int:
+    return 2 * tasks if kind == "independent" else tasks + 1
+
+
+def program_text(kind: str, config: SystemConfig, tasks: int) -> str:
+    """Assembly of ``tasks`` one-block tasks: ``independent`` or a ``chain``.
+
+    Independent task i reads block i and writes block tasks + i, so no two regions meet;
+    chain task i reads block i and writes block i + 1, which task i + 1 reads. The data
+    computed does not matter: a task takes its class's table latency whatever it reads.
+    """
+    if kind not in PROGRAMS:
+        raise ValueError(f"unknown program {kind!r} (known: {', '.join(PROGRAMS)})")
+    if tasks > config.hts.program_words:
+        raise HTSError(f"{tasks} tasks do not fit the program memory ({config.hts.program_words} instructions)")
+    if _blocks_needed(kind, tasks) > config.memory.blocks:
+        raise HTSError(f"{kind}: {tasks} tasks need {_blocks_needed(kind, tasks)} memory blocks, "
+                       f"the configuration has {config.memory.blocks}")
+    acc = shortest_class(config)
+    output = (lambda i: tasks + i) if kind == "independent" else (lambda i: i + 1)
+    lines = [f"; {kind}: {tasks} tasks of {acc.name} ({acc.latency} cycles), one block in, one block out"]
+    lines += [f"{acc.name} {i:x} 1 {output(i):x} 1 {i % TASK_IDS:x} 0 0 0" for i in range(tasks)]
+    return "\n".join(lines) + "\n"
+
+
+# ---- the measure ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class TaskTimes:
+    decode: int
+    dispatch: int | None     # None: never dispatched (squashed)
+
+
+def task_times(events: list[dict]) -> list[TaskTimes]:
+    """Decode and dispatch cycle of every decoded task, in decode order.
+
+    A dispatch belongs to the oldest undispatched decode with its (pid, pc, tag). A tag is
+    held from decode to completion, so the same key cannot be decoded again meanwhile;
+    the queue only matters for a loop that decodes one pc many times.
+    """
+    decodes: list[int] = []
+    dispatches: dict[int, int] = {}
+    waiting: dict[tuple[int, int, int], deque[int]] = defaultdict(deque)
+    for event in events:
+        if event["event"] not in ("decode", "dispatch"):
+            continue
+        key = (event["pid"], event["pc"], event["tag"])
+        if event["event"] == "decode":
+            waiting[key].append(len(decodes))
+            decodes.append(event["cycle"])
+        elif waiting[key]:
+            dispatches[waiting[key].popleft()] = event["cycle"]
+    return [TaskTimes(cycle, dispatches.get(index)) for index, cycle in enumerate(decodes)]
+
+
+def _cycles_per_task(cycles: list[int]) -> float | None:
+    """Mean interval between consecutive decodes: (last - first) / (decodes - 1)."""
+    return (cycles[-1] - cycles[0]) / (len(cycles) - 1) if len(cycles) > 1 else None
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """Decode times and latencies of one run, split at the first completion.
+
+    Before any task completes nothing in the back end has been freed, so the decodes up
+    to then (the *burst*) go at the front end's own rate until window, stations or
+    tracker fill. The decodes after it are the *steady state*, where a completion frees
+    the room each one needs when the back end is the limit.
+    """
+    decodes: list[int]                  # cycle of every decode, in order
+    latencies: list[int]                # decode to dispatch, per dispatched task
+    first_completion: int | None
+
+    @property
+    def burst(self) -> list[int]:
+        # A slot freed by a completion is usable the cycle after it: decodes in the
+        # completion's own cycle did not need it.
+        if self.first_completion is None:
+            return self.decodes
+        return [cycle for cycle in self.decodes if cycle <= self.first_completion]
+
+    @property
+    def steady(self) -> list[int]:
+        return self.decodes[len(self.burst):]
+
+    @property
+    def burst_cycles_per_task(self) -> float | None:
+        return _cycles_per_task(self.burst)
+
+    @property
+    def steady_median_interval(self) -> float | None:
+        steady = self.steady
+        return statistics.median(b - a for a, b in zip(steady, steady[1:])) if len(steady) > 1 else None
+
+    @property
+    def steady_cycles_per_task(self) -> float | None:
+        return _cycles_per_task(self.steady)
+
+    @property
+    def overall_cycles_per_task(self) -> float | None:
+        return _cycles_per_task(self.decodes)
+
+
+def measure(events: list[dict]) -> Throughput:
+    """The throughput figures of a trace (event dicts, by cycle: the model's ``as_dict()`` or the RTL's)."""
+    times = task_times(events)
+    completions = [event["cycle"] for event in events if event["event"] == "complete"]
+    return Throughput(decodes=[task.decode for task in times],
+                      latencies=[task.dispatch - task.decode for task in times if task.dispatch is not None],
+                      first_completion=min(completions, default=None))
+
+
+# ---- what throttles -------------------------------------------------------------------------
+
+def in_flight_limit(kind: str, config: SystemConfig) -> int:
+    """Tasks decoded and not yet completed at which decode stalls: window, station, running, or tracker.
+
+    A chain runs one task at a time, so it holds one instance; independent tasks hold all.
+    """
+    acc = shortest_class(config)
+    running = acc.count if kind == "independent" else 1
+    return min(config.hts.tracker_entries, config.hts.window + config.hts.rs_entries + running)
+
+
+def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
+    """The accelerators' best rate: an instance is busy latency + 1 cycles per task.
+
+    It is freed at the end of the cycle of its completion's broadcast, so the next task
+    dispatches one cycle later; a chain's next task waits for that broadcast too.
+    """
+    acc = shortest_class(config)
+    return (acc.latency + 1) / (acc.count if kind == "independent" else 1)
+
+
+def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult) -> str:
+    """What limits the decode rate of ``kind``, from the configuration and the model's stall counts."""
+    acc, hts = shortest_class(config), config.hts
+    limit = in_flight_limit(kind, config)
+    bound = f"at best {back_end_cycles_per_task(kind, config):.2f} cycles/task"
+    if kind == "independent":
+        running, limiter = acc.count, "accelerators"
+        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + 1 cycles a task: {bound}"]
+    else:
+        running, limiter = 1, "chain"
+        lines = [f"dependences: each task dispatches the cycle after the previous one's broadcast: {bound}"]
+    if tasks > limit:
+        lines.append(f"decode stalls at {limit} tasks in flight (window {hts.window} + station {hts.rs_entries} "
+                     f"+ {running} running, or tracker {hts.tracker_entries}): after the burst the {limiter}, "
+                     "not the front end, set the rate")
+    else:
+        lines.append(f"all {tasks} tasks fit in flight ({limit}): decode never waits for the back end")
+    stalls = ", ".join(f"{reason} {count}" for reason, count in sorted(model.stalls.items()))
+    lines.append(f"model's cycles without a decode, by reason: {stalls or 'none'}")
+    return "\n".join(f"  {line}" for line in lines)
+
+
+# ---- running ----------------------------------------------------------------------------------
+
+def model_run(config: SystemConfig, program: Program) -> RunResult:
+    return HTSModel(config, [program], initial_memory(config)).run()
+
+
+def rtl_outcomes(config: SystemConfig, programs: dict[str, Program], command: str) -> dict[str, RunOutcome]:
+    """Each program on the Verilated RTL (one simulator process); its outcome, trace included."""
+    specs = tuple(RunSpec(name=kind, programs=(program,), reproduce=command) for kind, program in programs.items())
+    outcomes = cosimulate(Job(config, specs, keep_trace=True),
+                          progress=lambda message: print(message, file=sys.stderr, flush=True))
+    return dict(zip(programs, outcomes))
+
+
+# ---- the report -----------------------------------------------------------------------------
+
+COLUMNS = ("program", "side", "tasks", "burst tasks", "burst /task", "steady median", "steady /task",
+           "overall /task", "latency min", "latency median", "latency max")
+
+
+def _number(value: float | None, scale: float) -> str:
+    return "-" if value is None else f"{value * scale:.2f}".rstrip("0").rstrip(".")
+
+
+def _spread(values: list[int]) -> tuple:
+    return (min(values), statistics.median(values), max(values)) if values else (None, None, None)
+
+
+def table_rows(results: dict[tuple[str, str], Throughput], scale: float) -> list[list[str]]:
+    """One row per (program, side); times multiplied by ``scale`` (1 for cycles, ns per cycle for ns)."""
+    rows = []
+    for (kind, side), result in results.items():
+        times = [result.burst_cycles_per_task, result.steady_median_interval, result.steady_cycles_per_task,
+                 result.overall_cycles_per_task, *_spread(result.latencies)]
+        rows.append([kind, side, str(len(result.decodes)), str(len(result.burst)),
+                     *(_number(value, scale) for value in times)])
+    return rows
+
+
+def reference_row(reference: str) -> list[str]:
+    per_task = COLUMNS.index("burst /task")
+    row = ["Task Superscalar", "reference", "-", "-"] + ["-"] * (len(COLUMNS) - 4)
+    row[per_task:per_task + 4] = [reference] * 4
+    return row
+
+
+def markdown_table(rows: list[list[str]]) -> str:
+    widths = [max(len(row[i]) for row in [list(COLUMNS), *rows]) for i in range(len(COLUMNS))]
+
+    def line(cells):
+        return "| " + " | ".join(cell.ljust(width) for cell, width in zip(cells, widths)) + " |"
+
+    return "\n".join([line(COLUMNS), line(["-" * width for width in widths]), *map(line, rows)])
+
+
+def print_report(results: dict, notes: dict[str, str], rtl_match: dict[str, bool], fmax_mhz: float | None,
+                 config: SystemConfig, tasks: int):
+    acc = shortest_class(config)
+    print(f"throughput on {config.source}: {tasks} tasks of {acc.name} ({acc.latency} cycles, {acc.count} instances)")
+    for kind in PROGRAMS:
+        print(f"{kind}:\n{notes[kind]}")
+        if kind in rtl_match:
+            verdict = "equals the model's, cycle for cycle" if rtl_match[kind] else "DIFFERS from the model's"
+            print(f"  RTL trace {verdict}")
+    print("\nburst: decodes up to the first completion (the front end alone); steady: the decodes after it;"
+          "\n/task: mean interval between decodes, (last - first) / (decodes - 1); median: of those intervals"
+          "\n(decodes that come in bunches, one per freed instance, show as a small median beside a large mean);"
+          "\nlatency: decode to dispatch of each task\n")
+    reference_ns = f"< {TASK_SUPERSCALAR_NS:g}"
+    in_cycles = f"< {_number(TASK_SUPERSCALAR_NS * fmax_mhz / 1000, 1)}" if fmax_mhz else f"{reference_ns} ns"
+    print("in cycles:")
+    print(markdown_table(table_rows(results, 1.0) + [reference_row(in_cycles)]))
+    if fmax_mhz:
+        print(f"\nin ns at {fmax_mhz:g} MHz:")
+        print(markdown_table(table_rows(results, 1000 / fmax_mhz) + [reference_row(reference_ns)]))
+    print(f"\nreference: {TASK_SUPERSCALAR}")
+    if not fmax_mhz:
+        print("for ns, give --fmax-mhz: the Fmax `hts synth --json` measured (its fmax_mhz)")
+
+
+def _at_least_two(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"need at least 2 tasks for an interval, got {value}")
+    return value
+
+
+def _positive(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+    return value
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m hts.benchmarks.throughput", description=__doc__.splitlines()[0])
+    parser.add_argument("-n", "--tasks", type=_at_least_two, default=64, help="tasks per program (default 64)")
+    parser.add_argument("-c", "--config", metavar="CFG", default="default",
+                        help="preset or YAML file (default: default)")
+    parser.add_argument("--fmax-mhz", type=_positive, metavar="MHZ",
+                        help="also print ns at this clock; the measured Fmax is `hts synth --json`'s fmax_mhz")
+    parser.add_argument("--no-rtl", action="store_true", help="model only: skip the Verilator co-simulation")
+    parser.add_argument("--plot", metavar="FILE.png", help="write decode cycle against task index as a PNG")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> bool:
+    """Measure, print and plot; whether the RTL (if run) agreed with the model."""
+    config = load_config(args.config)
+    programs = {kind: assemble(program_text(kind, config, args.tasks), config, f"{kind}.s") for kind in PROGRAMS}
+    models = {kind: model_run(config, program) for kind, program in programs.items()}
+    results = {(kind, "model"): measure([event.as_dict() for event in model.trace.events])
+               for kind, model in models.items()}
+    notes = {kind: throttle_note(kind, config, args.tasks, model) for kind, model in models.items()}
+    rtl_match = {}
+    if not args.no_rtl:
+        command = f"python -m hts.benchmarks.throughput -c {args.config} -n {args.tasks}"
+        for kind, outcome in rtl_outcomes(config, programs, command).items():
+            results[kind, "RTL"] = measure(outcome.trace)
+            rtl_match[kind] = outcome.match
+    results = {key: results[key] for key in sorted(results, key=lambda key: PROGRAMS.index(key[0]))}
+    print_report(results, notes, rtl_match, args.fmax_mhz, config, args.tasks)
+    if args.plot:
+        plot_decode_times({key: result.decodes for key, result in results.items()}, args.plot,
+                          f"decode cycle per task on {config.source}")
+        print(f"plot: {args.plot}")
+    return all(rtl_match.values())
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        agreed = run(args)
+    except HTSError as err:
+        print(err, file=sys.stderr)
+        return 1
+    return 0 if agreed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,163 @@
+"""The throughput benchmark: its programs, its measure from the trace, and what it reports.
+
+Expected figures are worked out from the timing contract (docs/microarchitecture.md) and
+the configuration, never copied from a run.
+"""
+
+import dataclasses
+
+import pytest
+
+from hts.assembler import assemble
+from hts.benchmarks import throughput
+from hts.benchmarks.throughput import (
+    PROGRAMS, back_end_cycles_per_task, in_flight_limit, measure, program_text, shortest_class, task_times,
+)
+from hts.config import load_config
+from hts.errors import HTSError
+from hts.models.hts import HTSModel
+from hts.models.memory import initial_memory
+
+
+def _program(kind, config, tasks):
+    return assemble(program_text(kind, config, tasks), config, f"{kind}.s")
+
+
+def _regions(program):
+    """(reads, writes) of every instruction as sets of blocks."""
+    return [(set(range(word.a, word.a + word.b)), set(range(word.c, word.c + word.d))) for word in program.decoded]
+
+
+def _measured(kind, config, tasks):
+    run = HTSModel(config, [_program(kind, config, tasks)], initial_memory(config)).run()
+    return measure([event.as_dict() for event in run.trace.events])
+
+
+def _roomy(config, tasks):
+    """``config`` with window and tracker room for every task: decode never waits for the back end."""
+    return dataclasses.replace(config, hts=dataclasses.replace(config.hts, window=tasks, tracker_entries=tasks))
+
+
+# ---- the programs ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", PROGRAMS)
+def test_a_program_is_n_tasks_of_the_shortest_class(kind, default_config):
+    program = _program(kind, default_config, 64)
+    shortest = shortest_class(default_config)
+    assert shortest.latency == min(acc.latency for acc in default_config.accelerators)
+    assert len(program) == 64
+    assert {word.accel_id for word in program.decoded} == {shortest.id}
+
+
+def test_independent_tasks_touch_disjoint_regions(default_config):
+    regions = [blocks for pair in _regions(_program("independent", default_config, 64)) for blocks in pair]
+    assert all(regions)
+    assert sum(map(len, regions)) == len(set().union(*regions))
+
+
+def test_each_chain_task_reads_what_the_previous_one_wrote_and_nothing_else_meets(default_config):
+    regions = _regions(_program("chain", default_config, 64))
+    for index, (_, writes) in enumerate(regions):
+        meeting = [other for other, (reads, other_writes) in enumerate(regions)
+                   if other != index and writes & (reads | other_writes)]
+        assert meeting == ([index + 1] if index + 1 < len(regions) else [])
+        assert index + 1 == len(regions) or regions[index + 1][0] == writes
+
+
+def test_a_program_that_does_not_fit_is_an_error(tiny_config):
+    with pytest.raises(HTSError, match="program memory"):
+        program_text("chain", tiny_config, tiny_config.hts.program_words + 1)
+    small = dataclasses.replace(tiny_config, memory=dataclasses.replace(tiny_config.memory, blocks=100))
+    with pytest.raises(HTSError, match="memory blocks"):
+        program_text("independent", small, 51)
+    assert _program("chain", small, 99)
+
+
+# ---- matching decode to dispatch ------------------------------------------------------------
+
+def _event(cycle, event, pid=0, pc=0, tag=0):
+    return {"cycle": cycle, "event": event, "pid": pid, "pc": pc, "tag": tag}
+
+
+def test_a_dispatch_is_matched_to_its_own_task_by_pid_pc_and_tag():
+    events = [_event(1, "decode", pc=0, tag=0), _event(2, "decode", pid=1, pc=0, tag=1),
+              _event(3, "decode", pc=1, tag=2),                         # squashed: never dispatched
+              _event(4, "dispatch", pid=1, pc=0, tag=1), _event(5, "issue", pc=0, tag=0),
+              _event(6, "dispatch", pc=0, tag=0), _event(7, "complete", pc=0, tag=0),
+              _event(8, "decode", pc=0, tag=0), _event(20, "dispatch", pc=0, tag=0)]   # a loop: same key again
+    assert [(task.decode, task.dispatch) for task in task_times(events)] == [(1, 6), (2, 4), (3, None), (8, 20)]
+    result = measure(events)
+    assert result.latencies == [5, 2, 12]
+    assert result.first_completion == 7
+    assert result.burst == [1, 2, 3] and result.steady == [8]
+    assert result.steady_median_interval is None and result.steady_cycles_per_task is None
+    assert result.overall_cycles_per_task == (8 - 1) / 3
+
+
+# ---- on the model -------------------------------------------------------------------------
+
+def test_with_nothing_stalling_the_model_decodes_one_task_a_cycle(default_config):
+    """Timing contract: a task costs decode one cycle, the next decode is at t + 1."""
+    tasks = 32
+    config = _roomy(default_config, tasks)
+    assert in_flight_limit("independent", config) >= tasks
+    result = _measured("independent", config, tasks)
+    assert len(result.decodes) == tasks
+    assert result.overall_cycles_per_task == 1
+    assert result.burst == result.decodes
+
+
+def test_independent_tasks_decode_a_task_a_cycle_until_the_back_end_sets_the_rate(default_config):
+    result = _measured("independent", default_config, 64)
+    assert len(result.decodes) == 64
+    assert len(result.burst) >= 2
+    assert result.burst_cycles_per_task == 1
+    # More tasks than fit in flight: after the burst, decode goes at the instances' pace.
+    assert 64 > in_flight_limit("independent", default_config)
+    assert result.steady_cycles_per_task == pytest.approx(back_end_cycles_per_task("independent", default_config),
+                                                          rel=0.05)
+
+
+def test_a_chain_task_waits_for_the_previous_one_so_its_latency_grows(default_config):
+    latency = shortest_class(default_config).latency
+    result = _measured("chain", default_config, 64)
+    burst = len(result.burst)
+    assert burst >= 2
+    # Decoded a cycle apart, dispatched one broadcast apart: each waits latency cycles longer.
+    steps = [b - a for a, b in zip(result.latencies[:burst], result.latencies[1:burst])]
+    assert steps == [latency] * (burst - 1)
+    assert result.latencies == sorted(result.latencies)
+    # Afterwards a window slot frees once per task, when the previous one's broadcast lets the next go.
+    assert result.steady_median_interval == latency + 1
+    assert result.steady_cycles_per_task == back_end_cycles_per_task("chain", default_config)
+
+
+# ---- the command ----------------------------------------------------------------------------
+
+def test_the_command_prints_both_programs_the_reference_and_a_plot(tmp_path, capsys):
+    plot = tmp_path / "decodes.png"
+    assert throughput.main(["--no-rtl", "-n", "16", "--fmax-mhz", "100", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    for kind in PROGRAMS:
+        assert f"| {kind}" in out
+    assert "| Task Superscalar" in out and "< 6 " in out and "< 60 " in out   # 60 ns at 100 MHz: 6 cycles
+    assert "in ns at 100 MHz" in out
+    assert "| RTL" not in out
+    assert plot.read_bytes().startswith(b"\x89PNG")
+    assert not list(tmp_path.glob(".*"))      # written whole: no temporary left behind
+
+
+def test_the_command_reports_a_program_that_does_not_fit(capsys):
+    assert throughput.main(["--no-rtl", "-n", "5000"]) == 1
+    assert "program memory" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_rtl_figures_come_from_the_rtl_trace(tiny_config):
+    tasks = 6
+    programs = {kind: _program(kind, tiny_config, tasks) for kind in PROGRAMS}
+    outcomes = throughput.rtl_outcomes(tiny_config, programs, "test")
+    for kind, outcome in outcomes.items():
+        assert outcome.match, outcome.difference
+        assert [event["event"] for event in outcome.trace].count("decode") == tasks
+        assert measure(outcome.trace) == _measured(kind, tiny_config, tasks)
