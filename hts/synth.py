@@ -234,8 +234,10 @@ def _synthesis_commands(target: Target, top: str, flatten: bool) -> list[str]:
 
 def _read(verilog_file: str) -> list[str]:
     # Amaranth writes its simulation assertions as SystemVerilog `assert`: read them as
-    # such, then drop them, since they are checks for simulation, not hardware.
-    return [f"read_verilog -sv {verilog_file}", "chformal -remove"]
+    # such, then drop them, since they are checks for simulation, not hardware. An
+    # assertion's message stays behind as a `$print` cell that keeps the condition's logic
+    # alive (on tiny, 63 LUT4 sites): drop those too.
+    return [f"read_verilog -sv {verilog_file}", "chformal -remove", "delete t:$print"]
 
 
 def yosys_script(target: Target, verilog_file: str, top: str, output: str, flatten: bool = True) -> str:
