@@ -14,7 +14,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout
+from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout, whole_task
 
 __all__ = ["Enqueue"]
 
@@ -23,7 +23,7 @@ class Enqueue(wiring.Component):
     """One task, held for exactly one cycle between decode and the window.
 
     - ``decoded`` (in, :func:`hts.hdl.layouts.decoded_signature`, from decode): the task
-      decoded this cycle (``waits`` unused), registered at the edge with this cycle's
+      decoded this cycle, registered at the edge with this cycle's
       confirm and retarget applied, as the model applies them to every queued task;
     - ``occupied`` (out, registered, to the top level): a task is held; decode needs a
       window slot for it besides its own;
@@ -71,7 +71,7 @@ class Enqueue(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # The task itself needs no reset: ``occupied`` says when it means anything.
-        task = Signal.like(self.held, reset_less=True)
+        task = Signal(self.decoded.task.shape(), reset_less=True)
         arriving = self.decoded.task
         reads, writes, _ = retargeted_ranges(arriving, arriving.tag, self)
         m.d.sync += [
@@ -91,7 +91,7 @@ class Enqueue(wiring.Component):
             self.queued_tags.eq(own_tag),
             self.squashed_tags.eq(Mux(squashed, own_tag, 0)),
             self.append.eq(self.occupied & ~squashed),
-            self.held.eq(task),
+            *whole_task(self.held, task),
             self.held.waits.eq(self.depends & ~own_tag),
             self.append_task.tag.eq(task.tag),
             self.append_task.accel_class.eq(task.accel_class),

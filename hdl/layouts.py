@@ -26,7 +26,8 @@ from amaranth.lib.wiring import Out
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 
-__all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_signature",
+__all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_task_layout",
+           "decoded_signature",
            "whole_task", "entry_of", "overlaps", "retargeted_ranges", "record_register"]
 
 
@@ -82,10 +83,15 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
     })
 
 
+def decoded_task_layout(config: SystemConfig) -> data.StructLayout:
+    """A task as decode hands it to the enqueue stage: the whole task but ``waits``, which
+    the enqueue stage finds in the tracker the next cycle."""
+    return data.StructLayout({name: shape for name, shape in task_layout(config).members.items() if name != "waits"})
+
+
 def decoded_signature(config: SystemConfig) -> wiring.Signature:
-    """A task leaving decode for the enqueue stage, as decode drives it: ``valid`` and the
-    whole task (``waits`` unused: the enqueue stage searches the tracker for them)."""
-    return wiring.Signature({"valid": Out(1), "task": Out(task_layout(config))})
+    """A task leaving decode for the enqueue stage, as decode drives it."""
+    return wiring.Signature({"valid": Out(1), "task": Out(decoded_task_layout(config))})
 
 
 def entry_of(entries, tag):
@@ -101,11 +107,10 @@ def entry_of(entries, tag):
     return element(selected) if isinstance(element, data.Layout) else selected
 
 
-def whole_task(task, queued, entry) -> list:
-    """Assignments making the ``task_layout`` value ``task`` of a queued task and its
-    tag's tracker entry."""
-    return [getattr(task, name).eq(getattr(source, name))
-            for source, layout in ((queued, queued.shape()), (entry, entry.shape())) for name, _ in layout]
+def whole_task(task, *parts) -> list:
+    """Assignments making the ``task_layout`` value ``task`` of ``parts`` whose fields make
+    it up: a queued task and its tag's tracker entry, or a decoded task and its waits."""
+    return [getattr(task, name).eq(getattr(part, name)) for part in parts for name, _ in part.shape()]
 
 
 def _field_width(name: str) -> int:

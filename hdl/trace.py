@@ -24,7 +24,7 @@ from .asr import instance_numbering
 from .copy_back import copyback_trace_layout, retarget_trace_layout
 from .decode import BranchKind
 from .dispatch import dispatch_trace_layout
-from .layouts import task_layout
+from .layouts import decoded_task_layout
 
 __all__ = ["trace_layout", "any_event", "TraceReader", "canonical", "EVENT_KINDS"]
 
@@ -56,7 +56,7 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
     - ``retarget``, ``copyback``: the copy-back engine's events;
     - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
       oldest first; ``enqueue``: the task entering the window, with the tags it waits
-      for; ``decode``: the task decoded into the enqueue stage (``waits`` unused).
+      for; ``decode``: the task decoded into the enqueue stage.
     """
     hts = config.hts
     instances = len(instance_numbering(config))
@@ -79,7 +79,7 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
         "issue": data.ArrayLayout(issue, hts.dispatch_width),
         "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
                                       "tag": config.widths.tag, "waits": hts.tracker_entries}),
-        "decode": data.StructLayout({"valid": 1, "task": task_layout(config)}),
+        "decode": data.StructLayout({"valid": 1, "task": decoded_task_layout(config)}),
     })
 
 

@@ -59,7 +59,7 @@ def random_task(rng: random.Random, config, seq: int) -> DecodedTask:
 def task_value(task: DecodedTask) -> dict:
     return {"tag": task.tag, "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
             "accel_class": task.class_index, "reads": region_value(task.reads), "writes": region_value(task.writes),
-            "metadata": task.metadata, "mask": task.mask, "waits": 0}
+            "metadata": task.metadata, "mask": task.mask}
 
 
 def random_tracker(rng: random.Random, tracker: MemoryTracker, held: DecodedTask | None):
