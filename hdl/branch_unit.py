@@ -91,8 +91,8 @@ State (registered, start of the cycle):
   decode (in the cycle that branch resolves too, as the model's ``resume_at`` wants);
 - ``pending`` (out, per process): it has a pending branch (so it is not drained);
 - ``valid``, ``entries`` (out, :func:`slot_layout`): the slots;
-- ``reads_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some pending
-  branch reads a TM block (combinational, on the state the edge will register).
+- ``reads_tm`` (out, to the TLB's ``tm_idle``): some memory branch pending at the start
+  of the cycle reads a TM block.
 """
 
 import operator
@@ -305,7 +305,6 @@ class BranchUnit(wiring.Component):
 
     def _update_slots(self, m: Module, due, killed, allocated, arrival, reads_at_decode):
         """Next state of every slot, its memory read, and whether TM is still read."""
-        reads_tm = []
         # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
         records = record_register(m, self.entries, "slot_records")
         for slot, entry in enumerate(self.entries):
@@ -340,5 +339,5 @@ class BranchUnit(wiring.Component):
                 records[slot].eq(following),
                 self.valid[slot].eq(stays),
             ]
-            reads_tm.append(stays & (following.block >= self._home_blocks))
-        m.d.comb += self.reads_tm.eq(Cat(*reads_tm).any())
+        m.d.comb += self.reads_tm.eq(Cat(*(valid & (entry.kind != BranchKind.RR) & (entry.block >= self._home_blocks)
+                                           for valid, entry in zip(self.valid, self.entries))).any())

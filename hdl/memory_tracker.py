@@ -71,8 +71,8 @@ class MemoryTracker(wiring.Component):
       task ID and metadata;
     - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
       task ``j`` (both valid);
-    - ``holds_tm`` (out, to the TLB's ``tm_idle``): after this cycle's updates some entry
-      still reads or writes TM (combinational, on the state the edge will register);
+    - ``holds_tm`` (out, to the TLB's ``tm_idle``): some entry valid at the start of the
+      cycle reads or writes TM;
     - ``touches`` (out, to the TLB): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
       overlap the home of TLB slot ``i`` (registered; meaningful when both are valid).
     """
@@ -137,7 +137,7 @@ class MemoryTracker(wiring.Component):
         older = record_register(m, self.older, "older_records")
         allocated = Signal(count)
         remaining = self.valid & ~self.release
-        in_tm, followings, rewritten = [], [], []
+        followings, rewritten = [], []
         for tag in range(count):
             landing = Signal.like(self.alloc_entry, name=f"landing_{tag}")
             m.d.comb += landing.eq(self.entries[tag])
@@ -145,11 +145,10 @@ class MemoryTracker(wiring.Component):
                 m.d.comb += landing.eq(self.alloc_entry)
             following, rewrote = self._retargeted(m, tag, landing, f"retargeted_{tag}")
             m.d.sync += entries[tag].eq(following)
-            stays = remaining[tag] | allocated[tag]
-            in_tm.append(stays & (self._in_tm(following.reads) | self._in_tm(following.writes)))
             followings.append(following)
             rewritten.append(rewrote)
-        m.d.comb += self.holds_tm.eq(Cat(*in_tm).any())
+        m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
+                                           for valid, entry in zip(self.valid, self.entries))).any())
         self._update_touches(m, followings, rewritten, allocated)
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)

@@ -97,8 +97,10 @@ class TaskLookupBuffer(wiring.Component):
     - ``drop`` (in): entries under these IDs are removed (misprediction);
     - ``remove`` (in, one bit per slot, from the copy-back engine): entries copied home
       or retargeted this cycle;
-    - ``tm_idle`` (in, from the top level): after this cycle nothing in flight refers to
-      TM, so an empty buffer may reset the bump pointer.
+    - ``tm_idle`` (in, from the top level): at the start of the cycle nothing in flight
+      referred to TM. With no entry either, the bump pointer counts as 0: the model
+      resets it at the end of the cycle before, on the same state, and reading that
+      state a cycle later keeps decode's decision off the pointer's reset.
 
     Choices for the copy-back engine (combinational, start-of-cycle state):
 
@@ -167,6 +169,8 @@ class TaskLookupBuffer(wiring.Component):
         m = Module()
         count = self._count
         tm_next = Signal(range(self._tm_blocks + 1))
+        tm_base = Signal.like(tm_next)             # the pointer as it stands this cycle
+        m.d.comb += tm_base.eq(Mux(self.tm_idle & ~self.valid.any(), 0, tm_next))
 
         self._look_up(m)
         self._choose_for_copy_back(m)
@@ -174,8 +178,8 @@ class TaskLookupBuffer(wiring.Component):
         # Room: a free slot and TM left. The lowest free slot: the last assignment of a
         # descending scan wins.
         m.d.comb += [
-            self.has_room.eq(~self.valid.all() & (tm_next + self.alloc_blocks <= self._tm_blocks)),
-            self.alloc_tm_base.eq(self._home_blocks + tm_next),
+            self.has_room.eq(~self.valid.all() & (tm_base + self.alloc_blocks <= self._tm_blocks)),
+            self.alloc_tm_base.eq(self._home_blocks + tm_base),
         ]
         for slot in reversed(range(count)):
             with m.If(~self.valid[slot]):
@@ -215,10 +219,7 @@ class TaskLookupBuffer(wiring.Component):
                 m.d.sync += [self.older[slot].eq(self.older[slot] & ~allocating),
                              self._shadowed[slot].eq(self._shadowed[slot] & ~allocating)]
 
-        with m.If(~survives.any() & self.tm_idle):
-            m.d.sync += tm_next.eq(0)
-        with m.Elif(self.alloc):
-            m.d.sync += tm_next.eq(tm_next + self.alloc_blocks)
+        m.d.sync += tm_next.eq(tm_base + Mux(self.alloc, self.alloc_blocks, 0))
         return m
 
     def _look_up(self, m: Module):

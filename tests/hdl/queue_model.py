@@ -19,6 +19,7 @@ from rtl_sim import region_value
 from hts.config import SystemConfig
 from hts.isa import FIELDS
 from hts.models.cdb import CommonDataBus
+from hts.models.enqueue import EnqueueStage
 from hts.models.hts import HTSModel
 from hts.models.memory_tracker import MemoryTracker
 from hts.models.reservation_station import ReservationStation
@@ -49,10 +50,12 @@ class ModelSurroundings:
     _issue = HTSModel._issue
     _confirm = HTSModel._confirm
     _queued_and_running = HTSModel._queued_and_running
+    _enqueued = HTSModel._enqueued
 
     def __init__(self, config: SystemConfig):
         self.config = config
         self.window = DispatchWindow(config.hts.window)
+        self.enqueue = EnqueueStage()           # empty: the enqueue stage is not modelled here
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in config.accelerators]
         self.tracker = MemoryTracker(0)
         self.tlb = SimpleNamespace(entries=[])     # _confirm clears TLB masks too; the queues' tests have none

@@ -27,6 +27,7 @@ from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.asr import instance_numbering
 from hts.hdl.copy_back import CopyBackEngine
 from hts.models.asr import Running
+from hts.models.enqueue import EnqueueStage
 from hts.models.hts import TLB_STALLS, HTSModel
 from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.memory_tracker import MemoryTracker
@@ -126,11 +127,13 @@ class CopyBackSurroundings:
     _busy_regions = HTSModel._busy_regions
     _apply_retarget = HTSModel._apply_retarget
     _queued_and_running = HTSModel._queued_and_running
+    _enqueued = HTSModel._enqueued
 
     def __init__(self, config, tlb: ScriptedTLB, memory: Memory):
         self.config, self.tlb, self.memory = config, tlb, memory
         self.tracker = MemoryTracker(0)          # its rewrite is the tracker's own test
         self.window = SimpleNamespace(tasks=[])  # window and stations: the engine sees their tags only
+        self.enqueue = EnqueueStage()           # empty: the enqueue stage is not modelled here
         self.stations = []
         self.in_progress: list[Running] = []
         self.cdb = SimpleNamespace(tickets=[])

@@ -94,6 +94,13 @@ def test_tlb_matches_model(request, preset, seed):
             ctx.set(dut.touches, [touches(*tracker[tag], held) if tag in tracker else rng.randrange(1 << len(slots))
                                   for tag in tags])
             ctx.set(dut.retargetable_tags, bits(retargetable))
+            # Nothing in flight referred to TM at the start of the cycle: the model's
+            # pointer went back to 0 at the end of the last one if the buffer was empty.
+            tm_idle = rng.random() < 0.5
+            ctx.set(dut.tm_idle, tm_idle)
+            if not model.entries and tm_idle:
+                seen.update(pointer_reset=model.tm_next != 0)
+                model.tm_next = 0
 
             youngest = model.youngest_overlapping(read)
             assert ctx.get(dut.read_hit) == (youngest is not None), where
@@ -127,7 +134,6 @@ def test_tlb_matches_model(request, preset, seed):
             confirm = rng.randrange(0, spec_bits + 1) if rng.random() < 0.3 else 0
             drop = rng.randrange(0, spec_bits + 1) & ~confirm if rng.random() < 0.1 else 0
             removed = [entry for entry in (copy, retarget) if entry is not None and rng.random() < 0.5]
-            tm_idle = rng.random() < 0.5
             ctx.set(dut.alloc, allocate)
             ctx.set(dut.alloc_entry, {"pid": pid, "home": region_value((home[0], blocks)), "mask": mask,
                                       "producer": producer})
@@ -135,7 +141,6 @@ def test_tlb_matches_model(request, preset, seed):
             ctx.set(dut.confirm, confirm)
             ctx.set(dut.drop, drop)
             ctx.set(dut.remove, bits(slot_of[id(entry)] for entry in removed))
-            ctx.set(dut.tm_idle, tm_idle)
             await ctx.tick()
 
             # The model's order: decode allocates during the cycle, the rest at its end.
@@ -149,8 +154,6 @@ def test_tlb_matches_model(request, preset, seed):
             model.entries = [entry for entry in model.entries if not entry.mask & drop]
             for entry in removed:
                 model.entries.remove(entry)
-            if not model.entries and tm_idle:
-                model.tm_next = 0
             order = slots_by_age(ctx, dut, where)
             entries = ctx.get(dut.entries)
             assert [got_value(entries[slot]) for slot in order] == [entry_value(e) for e in model.entries], where
@@ -164,5 +167,5 @@ def test_tlb_matches_model(request, preset, seed):
                 assert held[alloc_slot] is new_entry, f"{where}: the new entry is not in slot {alloc_slot}"
 
     run(dut, bench)
-    exercised = ["copy", "retarget"] + (["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else [])
+    exercised = ["copy", "retarget", "pointer_reset"] + (["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else [])
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
