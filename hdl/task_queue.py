@@ -50,9 +50,10 @@ class TaskQueue(wiring.Component):
     - ``start`` (in): fetch PC := 0 and the queue empties at the edge, like a redirect to
       0 (no fetch in that cycle); the model's cycle 0 is the cycle after ``start``.
 
-    Decode side (combinational, on the state registered at the start of the cycle):
+    Decode side (on the state registered at the start of the cycle):
 
-    - ``head_valid``, ``head_pc``, ``head_word`` (out): the oldest queued instruction;
+    - ``head_valid``, ``head_pc``, ``head_word`` (out, registered): the oldest queued
+      instruction;
     - ``occupancy`` (out): entries queued (the model's ``room["queue"]``);
     - ``exhausted`` (out): queue empty and fetch PC >= ``program_len``.
 
@@ -106,12 +107,14 @@ class TaskQueue(wiring.Component):
         read = program.read_port(domain="sync", transparent_for=(load,))
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.eq(self.load_data)]
 
-        # A ring of registers: the head is read combinationally, like the model's deque.
-        # Meaningful only between head and tail: no reset (hdl/layouts.py).
+        # A ring of registers, and a copy of the head entry in a register of its own, so that
+        # decode starts from a flip-flop rather than from a multiplexer over the ring (or
+        # the block RAM's output). Meaningful only between head and tail: no reset
+        # (hdl/layouts.py).
         entries = Signal(data.ArrayLayout(self._entry, depth), reset_less=True)
+        head_entry = Signal(self._entry, reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
-        head_entry = entry_of(entries, head)
         m.d.comb += [
             self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
@@ -143,11 +146,14 @@ class TaskQueue(wiring.Component):
         with m.Else():
             with m.If(self.pop):
                 m.d.sync += head.eq(_next_index(head, depth))
+            arriving = Signal(self._entry)
+            m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data)]
             with m.If(self.fetched):
-                m.d.sync += [
-                    entries[tail].pc.eq(self.fetch_pc),
-                    entries[tail].word.eq(read.data),
-                    tail.eq(_next_index(tail, depth)),
-                ]
+                m.d.sync += [entries[tail].eq(arriving), tail.eq(_next_index(tail, depth))]
+            # The next head: the entry behind the head if there is one, else what arrives.
+            with m.If(self.pop & (self.occupancy > 1)):
+                m.d.sync += head_entry.eq(entry_of(entries, _next_index(head, depth)))
+            with m.Elif(self.pop | (self.occupancy == 0)):
+                m.d.sync += head_entry.eq(arriving)
             m.d.sync += self.occupancy.eq(self.occupancy + self.fetched - self.pop)
         return m
