@@ -10,20 +10,20 @@ tracker for its dependences the next cycle; an ``if`` goes to the branch unit.
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
-from amaranth.hdl import Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, Instruction, Opcode
 
-from .gpr import GPRBank
-from .layouts import decoded_signature, region_layout, tracker_entry_layout
+from .gpr import COUNTER_PORT, GPRBank
+from .layouts import decoded_signature, entry_of, region_layout, tracker_entry_layout
 from .loop_stack import LoopStack, loop_frame_layout
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
 
-__all__ = ["Decode", "Stall", "BranchKind", "branch_layout", "head_layout", "restore_layout"]
+__all__ = ["Decode", "Stall", "BranchKind", "branch_layout", "head_layout", "upcoming_layout", "restore_layout"]
 
 
 class Stall(enum.Enum, shape=4):
@@ -51,6 +51,12 @@ class BranchKind(enum.Enum, shape=2):
 def head_layout(config: SystemConfig) -> data.StructLayout:
     """A task queue's head as decode sees it."""
     return data.StructLayout({"valid": 1, "pc": config.widths.pc, "word": Instruction})
+
+
+def upcoming_layout() -> data.StructLayout:
+    """What may become a task queue's head at the next edge: the instruction behind the
+    head (if ``behind_valid``), or the word fetched this cycle."""
+    return data.StructLayout({"behind_valid": 1, "behind": Instruction, "arriving": Instruction})
 
 
 def restore_layout(config: SystemConfig) -> data.StructLayout:
@@ -84,7 +90,8 @@ class Decode(wiring.Component):
     Per process (index = pid), from the task queues and the branch unit:
 
     - ``head`` (in): the queue head at the start of the cycle; ``exhausted`` (in): queue
-      empty and fetch PC past the program;
+      empty and fetch PC past the program; ``upcoming`` (in): what may be the head next
+      cycle, whose registers decode reads a cycle ahead (below);
     - ``done`` (in, from the top level): the process has ended, or has not been started;
     - ``start`` (in, from the CPU port): the process starts: at the edge its GPRs, loop
       stack, mask, skip depth and fault flag go back to their reset values;
@@ -126,6 +133,7 @@ class Decode(wiring.Component):
         pc_end = fetch_pc_width(config)
         super().__init__({
             "head": In(data.ArrayLayout(head_layout(config), processes)),
+            "upcoming": In(data.ArrayLayout(upcoming_layout(), processes)),
             "exhausted": In(processes),
             "done": In(processes),
             "start": In(processes),
@@ -182,16 +190,7 @@ class Decode(wiring.Component):
         faulted = Signal(processes)
         pointer = Signal(config.widths.pid)
 
-        # Each process reads its GPRs with the indices of its own head, so the register
-        # read does not wait for the arbiter. Port 2 serves C, or the counter for lend.
-        for pid in range(processes):
-            word = self.head[pid].word
-            lend = word.accel_id == RESERVED_ACCEL_ID[Opcode.LEND]
-            m.d.comb += [
-                gprs[pid].read_index[0].eq(word.a),
-                gprs[pid].read_index[1].eq(word.b),
-                gprs[pid].read_index[2].eq(Mux(lend, loops[pid].top.counter, word.c)),
-            ]
+        operands = [self._operands(m, pid) for pid in range(processes)]
 
         # ---- arbitration: the first eligible process after the last one picked --------
         reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
@@ -224,11 +223,13 @@ class Decode(wiring.Component):
         top = Signal(loop_frame_layout(config))
         mask = spec_mask[chosen]
         skipping = skip_depth[chosen] != 0
+        opcode = self._opcode(m, word.accel_id)
         for pid in range(processes):
             with m.If(chosen == pid):
-                m.d.comb += [r_a.eq(gprs[pid].read_value[0]), r_b.eq(gprs[pid].read_value[1]),
-                             r_c.eq(gprs[pid].read_value[2]), top.eq(loops[pid].top)]
-        opcode = self._opcode(m, word.accel_id)
+                # lend reads its counter register, named by the loop top, this cycle.
+                counter = gprs[pid].read_value[COUNTER_PORT]
+                m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]),
+                             r_c.eq(Mux(opcode == Opcode.LEND, counter, operands[pid][2])), top.eq(loops[pid].top)]
 
         # ---- task planning -------------------------------------------------------------
         plan_stall = Signal(Stall)
@@ -351,6 +352,44 @@ class Decode(wiring.Component):
         return m
 
     # ---- pieces of the cycle ----------------------------------------------------------------
+
+    def _operands(self, m: Module, pid: int) -> Signal:
+        """R[A], R[B], R[C] of process ``pid``'s queue head, read a cycle ahead into a register.
+
+        Decode then starts from flip-flops instead of a register-file read. The registers
+        of the next head are read with the indices of both words that can become the head
+        (``upcoming``), with this cycle's GPR write forwarded. Only decoding the process
+        pops its head or writes its registers, so a head that stays keeps its operands; a
+        restore (a squash) comes with a redirect, which empties the queue. Simulation
+        asserts that the register equals a direct read of the head's registers.
+        """
+        bank, upcoming, head = self.gprs[pid], self.upcoming[pid], self.head[pid]
+        operands = Signal(data.ArrayLayout(REGISTER_BITS, 3), name=f"operands{pid}", reset_less=True)
+        behind, arriving = (self._read_ahead(m, bank, word, first_port)
+                            for word, first_port in ((upcoming.behind, 0), (upcoming.arriving, 3)))
+        with m.If(self.pop[pid]):
+            m.d.sync += operands.eq(Mux(upcoming.behind_valid, behind, arriving))
+        with m.Elif(~head.valid):
+            m.d.sync += operands.eq(arriving)
+        m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
+        direct = Cat(*(entry_of(bank.values, self._register(index)) for index in (head.word.a, head.word.b, head.word.c)))
+        m.d.sync += Assert(~head.valid | (operands.as_value() == direct), "operands read ahead are stale")
+        return operands
+
+    def _register(self, field):
+        """The register a field names: its low bits, as the bank's read port takes them."""
+        return field[:self._config.widths.gpr_index]
+
+    def _read_ahead(self, m: Module, bank, word, first_port: int):
+        """R[A], R[B], R[C] of ``word`` as they will be at the edge: the bank's read, or this
+        cycle's write to the same register (a restore needs no forwarding: see ``_operands``)."""
+        values = []
+        for port, field in enumerate((word.a, word.b, word.c), start=first_port):
+            index = self._register(field)
+            m.d.comb += bank.read_index[port].eq(index)
+            written = bank.write_en & (bank.write_index == index)
+            values.append(Mux(written, bank.write_value, bank.read_value[port]))
+        return Cat(*values)
 
     @staticmethod
     def _opcode(m: Module, accel_id) -> Signal:

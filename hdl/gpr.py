@@ -15,11 +15,12 @@ from hts.isa import REGISTER_BITS
 
 from .layouts import entry_of
 
-__all__ = ["GPRBank", "READ_PORTS"]
+__all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
 
-# Decode wires one port to each register field an instruction may name (A, B, C), or to
-# the loop top's counter for ``lend``, so it never muxes indices between instructions.
-READ_PORTS = 3
+# Decode reads R[A], R[B], R[C] of the two words that can be the next queue head a cycle
+# ahead (ports 0-5), and the counter of the loop top for ``lend`` (port 6).
+READ_PORTS = 7
+COUNTER_PORT = 6
 
 
 class GPRBank(wiring.Component):

@@ -331,6 +331,9 @@ class HTS(wiring.Component):
                 decode.head[pid].valid.eq(queue.head_valid),
                 decode.head[pid].pc.eq(queue.head_pc),
                 decode.head[pid].word.eq(queue.head_word),
+                decode.upcoming[pid].behind_valid.eq(queue.behind_valid),
+                decode.upcoming[pid].behind.eq(queue.behind_word),
+                decode.upcoming[pid].arriving.eq(queue.arriving_word),
                 decode.exhausted[pid].eq(queue.exhausted),
             ]
         m.d.sync += active.eq(active & ~retiring | cpu.start)

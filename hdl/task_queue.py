@@ -54,6 +54,10 @@ class TaskQueue(wiring.Component):
 
     - ``head_valid``, ``head_pc``, ``head_word`` (out, registered): the oldest queued
       instruction;
+    - ``behind_valid``, ``behind_word`` (out, registered): the instruction queued behind
+      the head, and whether there is one; ``arriving_word`` (out, the block RAM's
+      output): the word fetched this cycle. Decode reads the registers of the next
+      head from these a cycle ahead;
     - ``occupancy`` (out): entries queued (the model's ``room["queue"]``);
     - ``exhausted`` (out): queue empty and fetch PC >= ``program_len``.
 
@@ -89,6 +93,9 @@ class TaskQueue(wiring.Component):
             "head_valid": Out(1),
             "head_pc": Out(widths.pc),
             "head_word": Out(Instruction),
+            "behind_valid": Out(1),
+            "behind_word": Out(Instruction),
+            "arriving_word": Out(Instruction),
             "occupancy": Out(bits_for(self._depth + 1)),
             "exhausted": Out(1),
             "pop": In(1),
@@ -115,7 +122,11 @@ class TaskQueue(wiring.Component):
         head_entry = Signal(self._entry, reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
+        behind = entry_of(entries, _next_index(head, depth))
         m.d.comb += [
+            self.behind_valid.eq(self.occupancy > 1),
+            self.behind_word.eq(behind.word),
+            self.arriving_word.eq(read.data),
             self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
             self.head_word.eq(head_entry.word),
@@ -151,8 +162,8 @@ class TaskQueue(wiring.Component):
             with m.If(self.fetched):
                 m.d.sync += [entries[tail].eq(arriving), tail.eq(_next_index(tail, depth))]
             # The next head: the entry behind the head if there is one, else what arrives.
-            with m.If(self.pop & (self.occupancy > 1)):
-                m.d.sync += head_entry.eq(entry_of(entries, _next_index(head, depth)))
+            with m.If(self.pop & self.behind_valid):
+                m.d.sync += head_entry.eq(behind)
             with m.Elif(self.pop | (self.occupancy == 0)):
                 m.d.sync += head_entry.eq(arriving)
             m.d.sync += self.occupancy.eq(self.occupancy + self.fetched - self.pop)
