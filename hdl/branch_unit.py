@@ -22,10 +22,11 @@ speculated), so only they keep X.
 another exactly when its ID is in the other's ``mask`` (a branch's mask is the set of its
 process's older pending speculated branches), and the unspeculated branch, if any, is the
 youngest (nothing decodes behind it). That is all the ordering the model's per-process
-list gives: a resolving mispredicted branch removes every branch whose mask holds its ID,
-among them any younger branch resolving in the same cycle, which therefore neither
-reports nor acts (``if branch not in proc.branches: continue``). The model emits the
-``branch`` events of one cycle by pid, then by age: the number of bits in ``mask``.
+list gives: a mispredicted branch's squash, the cycle after its resolution, removes every
+branch whose mask holds its ID, and a younger branch due in the cycle of the
+misprediction neither reports nor acts (``branch.mask & doomed`` in the model). The model
+emits the ``branch`` events of one cycle by pid, then by age: the number of bits in
+``mask``.
 
 **Memory reads** (one lane per slot; lane ``i`` belongs to slot ``i``). A read starts in
 the cycle the model fixes ``resolves_at``: an MR branch in its decode cycle, a BR branch
@@ -65,31 +66,36 @@ Memory (see above): ``read_valid``, ``read_block`` (out), ``read_data`` (in).
 
 Resolution (combinational, in the resolution cycle):
 
-- ``resolving``, ``taken`` (out, per slot): the slot's branch resolves now (an older
-  misprediction of its process in this cycle has not removed it), and whether it is
-  taken. With ``entries`` this is the trace's ``branch`` event (pid, pc, kind;
+- ``resolving``, ``taken`` (out, per slot): the slot's branch resolves now (no squash
+  removes it now, and no older branch of its process is mispredicted now), and whether
+  it is taken. With ``entries`` this is the trace's ``branch`` event (pid, pc, kind;
   ``spec_id`` is the slot index below ``spec_ids``, else null);
 - ``confirm`` (out, to decode, window, stations, accelerators, TLB): IDs predicted right,
-  cleared from every mask at the edge (here too);
-- ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted; their tasks are
-  killed at once. This unit removes the process's younger branches (the edge);
+  cleared from every mask at the edge (here too).
+
+The squash (registered: the misprediction of the cycle before; the slot went at that
+edge, its record stays until its ID is free again, for the trace):
+
+- ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted last cycle; their
+  tasks are killed at once. This unit removes the process's younger branches (the edge);
+- ``restore`` (out, per process, ``hts.hdl.decode.restore_layout``): GPRs and loop
+  stack come back from checkpoint ``slot``, the mask becomes the branch's ``mask``, and
+  the process does not decode in this cycle (the model's ``resume_at``);
 - ``freed_ids`` (out, to decode's pool): IDs free again after the edge: confirmed,
-  mispredicted, and those of the younger branches removed;
+  squashed, and those of the younger branches removed;
 - ``redirect``, ``redirect_pc`` (out, per process, to the task queue): an unspeculated
-  taken branch or a misprediction sends fetch to the target. At most one per process:
-  of two mispredictions the younger is removed, and the unspeculated branch is younger
-  than any speculated one;
-- ``restore`` (out, per process, ``hts.hdl.decode.restore_layout``): a misprediction;
-  GPRs and loop stack come back from checkpoint ``slot``, the mask becomes the
-  branch's ``mask``, and the process does not decode in this cycle (the model's
-  ``resume_at``). It comes from the memory word through the compare: the one path from
-  the branch unit into decode's pick, like the squash's kill into window and stations.
+  taken branch (now) or a squash sends fetch to the target; never both, since the squash
+  removes the unspeculated branch, the youngest of its process.
+
+Nothing decided by a compare now leaves this unit in the same cycle but ``confirm``,
+``taken`` and ``resolving``: the squash's kill in window, stations and shells, and the
+restore in decode's pick, start from registers.
 
 State (registered, start of the cycle):
 
 - ``blocked`` (out, per process): it has an unspeculated pending branch, so it does not
   decode (in the cycle that branch resolves too, as the model's ``resume_at`` wants);
-- ``pending`` (out, per process): it has a pending branch (so it is not drained);
+- ``pending`` (out, per process): it has a pending branch or a squash (so it is not drained);
 - ``valid``, ``entries`` (out, :func:`slot_layout`): the slots;
 - ``reads_tm`` (out, to the TLB's ``tm_idle``): some memory branch pending at the start
   of the cycle reads a TM block.
@@ -206,58 +212,72 @@ class BranchUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        due, killed = self._resolve(m)
-        self._per_process(m)
+        mispredicting, killed = self._resolve(m)
+        self._per_process(m, mispredicting)
         allocated, arrival, reads_at_decode = self._arrival(m)
-        self._update_slots(m, due, killed, allocated, arrival, reads_at_decode)
+        self._update_slots(m, killed, allocated, arrival, reads_at_decode)
         return m
 
     def _resolve(self, m: Module):
-        """Which slots resolve now and how, which IDs go free, which slots an older misprediction removes."""
+        """Which slots resolve now and how, which IDs go free, which slots last cycle's
+        misprediction removes; returns the IDs mispredicted now and the removed slots."""
         spec_ids = self._spec_ids
+        # Last cycle's mispredictions squash now: every slot under one goes, due or not.
+        killed = [_wire(m, self.valid[slot] & (entry.mask & self.squash).any(), f"killed_{slot}")
+                  for slot, entry in enumerate(self.entries)]
         due, outcome = [], []
         for slot, entry in enumerate(self.entries):
-            due.append(_wire(m, self.valid[slot] & ~entry.waits.any() & (entry.timer == 0), f"due_{slot}"))
+            due.append(_wire(m, self.valid[slot] & ~killed[slot] & ~entry.waits.any() & (entry.timer == 0),
+                             f"due_{slot}"))
             data_word = self.read_data[slot]
             x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
             outcome.append(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
-        # Every mispredicted ID, even one itself removed by an older one: whatever it would
-        # remove holds the older ID too, so the removals are the model's.
+        # A younger branch of a misprediction does not resolve (the squash removes it next
+        # cycle). Every mispredicted ID counts, even one itself under an older one: whatever
+        # it would hold back holds the older ID too.
         mispredicted = _wire(m, Cat(*(due[slot] & outcome[slot] for slot in range(spec_ids))), "mispredicted")
-        killed = [_wire(m, self.valid[slot] & (entry.mask & mispredicted).any(), f"killed_{slot}")
-                  for slot, entry in enumerate(self.entries)]
-        m.d.comb += self.resolving.eq(Cat(*(is_due & ~is_killed for is_due, is_killed in zip(due, killed))))
+        m.d.comb += self.resolving.eq(Cat(*(is_due & ~(entry.mask & mispredicted).any()
+                                            for is_due, entry in zip(due, self.entries))))
         resolving = self.resolving
+        mispredicting = Cat(*(resolving[slot] & outcome[slot] for slot in range(spec_ids)))
+        m.d.sync += self.squash.eq(mispredicting)
         m.d.comb += [
             self.taken.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(self._slot_count)))),
             self.confirm.eq(Cat(*(resolving[slot] & ~outcome[slot] for slot in range(spec_ids)))),
-            self.squash.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(spec_ids)))),
-            # Every speculated slot that goes: confirmed, mispredicted, or removed.
-            self.freed_ids.eq(Cat(*(resolving[slot] | killed[slot] for slot in range(spec_ids)))),
+            # Every speculated slot that goes: confirmed, squashed, or removed by a squash.
+            self.freed_ids.eq(self.confirm | self.squash | Cat(*killed[:spec_ids])),
         ]
-        return due, killed
+        return mispredicting, killed
 
-    def _per_process(self, m: Module):
-        """Blocking, pending, redirect and restore of each process."""
+    def _per_process(self, m: Module, mispredicting):
+        """Blocking, pending, redirect and restore of each process.
+
+        A misprediction is registered with what its squash needs next cycle: the restore
+        (checkpoint slot, and the branch's mask less this cycle's confirm) and the target.
+        """
         spec_ids = self._spec_ids
         for pid in range(self._processes):
             own = self._process_slot(pid)
             speculated = [self.valid[slot] & self._belongs(slot, pid) for slot in range(spec_ids)]
+            restore = self.restore[pid]
+            target = Signal.like(self.redirect_pc[pid], name=f"squash_target_{pid}")
             m.d.comb += [
                 self.blocked[pid].eq(self.valid[own]),
-                self.pending[pid].eq(self.valid[own] | Cat(*speculated).any()),
+                self.pending[pid].eq(self.valid[own] | Cat(*speculated).any() | restore.valid),
             ]
-            # One-hot selections (AND-OR, no priority chain): at most one of each per process.
-            redirecting = [(self.taken[slot] & self._belongs(slot, pid), slot)
-                           for slot in [*range(spec_ids), own]]
-            restoring = [(self.squash[slot] & self._belongs(slot, pid), slot) for slot in range(spec_ids)]
-            restore = self.restore[pid]
-            m.d.comb += [
-                self.redirect[pid].eq(Cat(*(chosen for chosen, _ in redirecting)).any()),
-                self.redirect_pc[pid].eq(_one_hot(redirecting, lambda slot: self.entries[slot].target)),
+            # One-hot selections (AND-OR, no priority chain): at most one per process.
+            restoring = [(mispredicting[slot] & self._belongs(slot, pid), slot) for slot in range(spec_ids)]
+            m.d.sync += [
                 restore.valid.eq(Cat(*(chosen for chosen, _ in restoring)).any()),
                 restore.slot.eq(_one_hot(restoring, lambda slot: slot)),
-                restore.mask.eq(_one_hot(restoring, lambda slot: self.entries[slot].mask)),
+                restore.mask.eq(_one_hot(restoring, lambda slot: self.entries[slot].mask) & ~self.confirm),
+                target.eq(_one_hot(restoring, lambda slot: self.entries[slot].target)),
+            ]
+            # The squash and the unspeculated branch never redirect together: the squash
+            # removes that branch, the youngest of its process, before it can resolve.
+            m.d.comb += [
+                self.redirect[pid].eq(self.taken[own] | restore.valid),
+                self.redirect_pc[pid].eq(Mux(restore.valid, target, self.entries[own].target)),
             ]
 
     def _arrival(self, m: Module):
@@ -303,7 +323,7 @@ class BranchUnit(wiring.Component):
         hit = _wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
         return hit, Mux(hit, block - tm.base + home.base, block)
 
-    def _update_slots(self, m: Module, due, killed, allocated, arrival, reads_at_decode):
+    def _update_slots(self, m: Module, killed, allocated, arrival, reads_at_decode):
         """Next state of every slot, its memory read, and whether TM is still read."""
         # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
         records = record_register(m, self.entries, "slot_records")
@@ -329,7 +349,7 @@ class BranchUnit(wiring.Component):
             m.d.comb += [
                 following.eq(incoming),
                 following.block.eq(block),
-                stays.eq(allocated[slot] | (self.valid[slot] & ~due[slot] & ~killed[slot])),
+                stays.eq(allocated[slot] | (self.valid[slot] & ~self.resolving[slot] & ~killed[slot])),
                 self.read_valid[slot].eq(allocated[slot] & reads_at_decode | wakes),
                 self.read_block[slot].eq(Mux(allocated[slot], arrival.block, entry.block)),
             ]

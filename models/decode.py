@@ -32,6 +32,7 @@ class ProcessContext:
     gprs: GPRBank
     loops: LoopStack
     branches: list[PendingBranch] = field(default_factory=list)   # unresolved, oldest first
+    mispredicted: PendingBranch | None = None   # resolved taken last cycle: it squashes this cycle
     spec_mask: int = 0               # speculation IDs of its unresolved speculated branches
     skip_depth: int = 0              # > 0 while discarding a zero-iteration loop body
     resume_at: int = 0               # first cycle it may decode again after a branch
@@ -53,7 +54,7 @@ class ProcessContext:
 
     @property
     def drained(self) -> bool:
-        return self.queue.exhausted and not self.branches and self.skip_depth == 0
+        return self.queue.exhausted and not self.branches and self.mispredicted is None and self.skip_depth == 0
 
     def count_stall(self, reason: str, cycles: int):
         self.stall[reason] = self.stall.get(reason, 0) + cycles

@@ -156,10 +156,23 @@ class HTSModel:
     # ---- branch unit ----------------------------------------------------------------------
 
     def _resolve_branches(self, t: int) -> bool:
+        """Last cycle's mispredictions squash; then the branches due now resolve.
+
+        A misprediction takes effect the cycle after its resolution (the squash is
+        registered): until then its process decodes on, and what it decodes carries the
+        mispredicted ID, so the squash removes it with the rest. A younger branch of the
+        process due in the cycle of the misprediction does not resolve: the squash removes it.
+        """
         progress = False
         for proc in self.processes:
+            if proc.mispredicted is not None:
+                self._squash(t, proc, proc.mispredicted)
+                proc.mispredicted = None
+                progress = True
+        for proc in self.processes:
+            doomed = 0          # IDs mispredicted this cycle
             for branch in [b for b in proc.branches if b.resolves_at == t]:
-                if branch not in proc.branches:     # squashed by an older branch this cycle
+                if branch not in proc.branches or branch.mask & doomed:     # under an older misprediction
                     continue
                 word = branch.word
                 x = branch.x if branch.kind == "RR" else self.memory.first_word(branch.block)
@@ -172,7 +185,8 @@ class HTSModel:
                         proc.queue.redirect(branch.target)
                     proc.resume_at = t + 1
                 elif taken:
-                    self._squash(t, proc, branch)
+                    proc.mispredicted = branch
+                    doomed |= 1 << branch.spec_id
                 else:
                     self._confirmed.append(branch.spec_id)
                 progress = True
@@ -188,12 +202,12 @@ class HTSModel:
             entry.mask &= clear
         for proc in self.processes:
             proc.spec_mask &= clear
-            for branch in proc.branches:
+            for branch in [*proc.branches, *([proc.mispredicted] if proc.mispredicted else [])]:
                 branch.mask &= clear
         self.free_spec_ids.append(spec_id)
 
     def _squash(self, t: int, proc: ProcessContext, branch: PendingBranch):
-        """A speculated branch was taken: undo everything decoded under it."""
+        """A speculated branch was taken (last cycle): undo everything decoded under it."""
         bit = 1 << branch.spec_id
         for task in self.completed_speculative:
             task.squashed = bool(task.mask & bit)
