@@ -229,7 +229,8 @@ class Decode(wiring.Component):
                 # lend reads its counter register, named by the loop top, this cycle.
                 counter = gprs[pid].read_value[COUNTER_PORT]
                 m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]),
-                             r_c.eq(Mux(opcode == Opcode.LEND, counter, operands[pid][2])), top.eq(loops[pid].top)]
+                             r_c.eq(Mux(opcode == Opcode.LEND, counter, operands[pid][2])),
+                             top.eq(loops[pid].top)]
 
         # ---- task planning -------------------------------------------------------------
         plan_stall = Signal(Stall)
@@ -372,7 +373,8 @@ class Decode(wiring.Component):
         with m.Elif(~head.valid):
             m.d.sync += operands.eq(arriving)
         m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
-        direct = Cat(*(entry_of(bank.values, self._register(index)) for index in (head.word.a, head.word.b, head.word.c)))
+        fields = (head.word.a, head.word.b, head.word.c)
+        direct = Cat(*(entry_of(bank.values, self._register(field)) for field in fields))
         m.d.sync += Assert(~head.valid | (operands.as_value() == direct), "operands read ahead are stale")
         return operands
 

@@ -23,8 +23,8 @@ class Enqueue(wiring.Component):
     """One task, held for exactly one cycle between decode and the window.
 
     - ``decoded`` (in, :func:`hts.hdl.layouts.decoded_signature`, from decode): the task
-      decoded this cycle, registered at the edge with this cycle's
-      confirm and retarget applied, as the model applies them to every queued task;
+      decoded this cycle, registered at the edge with this cycle's confirm and retarget
+      applied, as the model applies them to every queued task;
     - ``occupied`` (out, registered, to the top level): a task is held; decode needs a
       window slot for it besides its own;
     - ``query_reads``, ``query_writes`` (out, registered, to the tracker): the held
@@ -38,8 +38,8 @@ class Enqueue(wiring.Component):
       entry since the last edge);
     - ``queued_tags`` (out, registered, to the copy-back engine): the held task's tag (it
       cannot have started writing back, so it may be retargeted);
-    - ``held`` (out, registered, to the trace port): the whole task held, ``waits``
-      being ``append_task``'s;
+    - ``held`` (out, to the trace port): the whole task held (registered), with
+      ``append_task``'s ``waits`` (combinational);
     - ``confirm`` (in, from the branch unit) and ``retarget``, ``retarget_tm``,
       ``retarget_home``, ``retarget_producer`` (in, from the copy-back engine): applied
       to the arriving task at the edge.

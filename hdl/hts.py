@@ -280,7 +280,8 @@ class HTS(wiring.Component):
             tlb.retargetable_tags.eq(copy_back.retargetable_tags),
             tlb.tracker_valid.eq(tracker.valid),
             tlb.touches.eq(tracker.touches),
-            copy_back.queued_tags.eq(reduce(operator.or_, (queue.queued_tags for queue in [self.window, *self.stations]),
+            copy_back.queued_tags.eq(reduce(operator.or_,
+                                            (queue.queued_tags for queue in [self.window, *self.stations]),
                                             self.enqueue.queued_tags)),
         ]
         for flat, (shell, view) in enumerate(zip(self.shells, copy_back.shells)):

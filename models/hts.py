@@ -6,8 +6,9 @@ that an item moves at most one stage per cycle. Every stage decides on the occup
 structures had at the start of the cycle. What frees a structure (a CDB broadcast, a
 squash, a finished copy-back) lands at the end of the cycle. The tracker searches
 (enqueue's for a task, decode's for a branch) alone see the tags being broadcast, so a
-search made in the cycle of its producer's broadcast does not wait for it. Cycles in which nothing can change are skipped in one step, so an
-accelerator latency of thousands of cycles costs no Python time.
+search made in the cycle of its producer's broadcast does not wait for it. Cycles in
+which nothing can change are skipped in one step, so an accelerator latency of
+thousands of cycles costs no Python time.
 
 The same model is the software-runtime baseline (``scheduler="runtime"``): the CPU does
 decode and dispatch, paying memory accesses to the scheduler's structures per task, and
@@ -256,7 +257,8 @@ class HTSModel:
         A producer can be retargeted until its accelerator starts writing back, which it
         does over the last ``_transfer_cycles(output)`` cycles of its latency.
         """
-        waiting = [*self._enqueued(), *self.window.tasks, *(task for station in self.stations for task in station.tasks)]
+        waiting = [*self._enqueued(), *self.window.tasks,
+                   *(task for station in self.stations for task in station.tasks)]
         not_writing = {task.tag for task in waiting} | {
             run.task.tag for run in self.in_progress if run.finishes - t > self._transfer_cycles(run.task.writes[1])}
         entry = self.tlb.retargetable(self._busy_regions(), not_writing)
