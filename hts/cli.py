@@ -90,7 +90,8 @@ def _print_synth_table(result: dict):
     path = result.get("critical_path")
     if path:
         print(f"critical path: {path['delay_ns']:.1f} ns ({path['routing_ns']:.1f} routing, {path['logic_ns']:.1f} "
-              f"logic, {path['levels']} logic levels) from {path['cells'][0]} to {path['cells'][-1]}")
+              f"logic, {path['logic_steps']} logic cells, each half of a carry cell counted) "
+              f"from {path['cells'][0]} to {path['cells'][-1]}")
 
 
 def cmd_synth(args) -> int:

@@ -290,8 +290,9 @@ def parse_report(report: dict) -> dict:
 
 def critical_path(report: dict) -> dict | None:
     """The longest register-to-register path of nextpnr's report: its delay, split into
-    routing and logic, and the cells it passes through (their names say which block
-    they belong to: Yosys keeps the hierarchical names when it flattens)."""
+    routing and logic, its logic steps (each half of a carry cell counts one) and the
+    cells it passes through (their names say which block they belong to: Yosys keeps
+    the hierarchical names when it flattens)."""
     paths = [path["path"] for path in report.get("critical_paths", []) if path.get("path")]
     if not paths:
         return None
@@ -304,7 +305,7 @@ def critical_path(report: dict) -> dict | None:
             if not cells or cells[-1] != end["cell"]:
                 cells.append(end["cell"])
     return {"delay_ns": round(total, 2), "routing_ns": round(routing, 2), "logic_ns": round(total - routing, 2),
-            "levels": sum(step["type"] == "logic" for step in steps), "cells": cells}
+            "logic_steps": sum(step["type"] == "logic" for step in steps), "cells": cells}
 
 
 def _start_yowasp(entry: str, args: list[str], workdir: Path) -> subprocess.Popen:

@@ -193,7 +193,7 @@ def test_critical_path_is_the_longest_path_split_into_routing_and_logic():
             _step("routing", "y", "z", 1.5), _step("logic", "z", "s", 0.25), _step("routing", "s", "q", 0.5)]
     report = {"critical_paths": [{"from": "clk", "to": "clk", "path": short},
                                  {"from": "clk", "to": "clk", "path": long}]}
-    assert synth.critical_path(report) == {"delay_ns": 5.0, "routing_ns": 4.0, "logic_ns": 1.0, "levels": 2,
+    assert synth.critical_path(report) == {"delay_ns": 5.0, "routing_ns": 4.0, "logic_ns": 1.0, "logic_steps": 2,
                                            "cells": ["r", "x", "y", "z", "s", "q"]}
 
 
