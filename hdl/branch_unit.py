@@ -6,7 +6,7 @@ RTL of ``hts.models.branch_unit`` as ``models/hts.py`` drives it: allocation at 
 writer is released starts its read, confirmed bits leave the masks, the IDs freed go
 back to decode's pool; ``_apply_retarget``), and the per-process state decode reads
 (``ProcessContext.blocked`` and the branch part of ``drained``). See
-docs/microarchitecture.md, steps 3 and 9 of "One cycle" and *Misprediction*. Decode
+docs/microarchitecture.md, steps 3 and 10 of "One cycle" and *Misprediction*. Decode
 (``hts.hdl.decode``) owns the speculation-ID pool, the masks and the checkpoints.
 
 **Slots.** At most ``hts.spec_ids`` speculated branches are pending at once (one per

@@ -1,6 +1,6 @@
 """Task queue and fetch of one process: program memory, fetch PC and a FIFO of instructions.
 
-RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 8) for
+RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 9) for
 its timing. The program memory is a block RAM with a synchronous read port. Its address
 is driven with the fetch PC the *next* cycle will have, so the word at the fetch PC is
 already at the port's output in the cycle it is fetched: fetch costs no extra cycle over

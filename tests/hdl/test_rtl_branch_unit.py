@@ -258,7 +258,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                         squash=len(squashed), confirm=len(confirmed), redirect=len(redirects),
                         together=len(resolved) > 1)
 
-            # Step 7: decode, of a process that may decode now.
+            # Step 8: decode, of a process that may decode now.
             stopped = {p.pid for p in model.processes if p.blocked or cycle < p.resume_at}
             # Decode's "branch" stall: blocked, or restoring now (the model's resume_at).
             assert ctx.get(dut.blocked) | bits(pid for pid in squashed) == bits(stopped), where
