@@ -28,11 +28,17 @@ misprediction neither reports nor acts (``branch.mask & doomed`` in the model). 
 emits the ``branch`` events of one cycle by pid, then by age: the number of bits in
 ``mask``.
 
+**The writers search.** Decode hands over a memory branch as MR with its block
+translated. The next cycle (at most one slot is that new: decode takes one instruction
+per cycle) the slot's block, from a register, is searched in the memory tracker; the
+writers it finds, the CDB's broadcast aside, make it BR and are what it waits for
+(``PendingBranch.search``). So no cycle does both the TLB's and the tracker's search.
+
 **Memory reads** (one lane per slot; lane ``i`` belongs to slot ``i``). A read starts in
-the cycle the model fixes ``resolves_at``: an MR branch in its decode cycle, a BR branch
-in the cycle its last awaited tag is released (``broadcast``), its decode cycle included
+the cycle the model fixes ``resolves_at``: an MR branch in its search cycle, a BR branch
+in the cycle its last awaited tag is released (``broadcast``), its search cycle included
 when its writers are all being squashed. In that cycle ``read_valid[i]`` is set with
-``read_block[i]`` (both combinational: from decode's ``alloc``, or from ``broadcast``),
+``read_block[i]`` (both combinational: from the search, or from ``broadcast``),
 and the memory answers exactly ``timing.memory_latency`` cycles later on
 ``read_data[i]``, in the slot's resolution cycle, where the compare uses it at once.
 With a latency of 1 this is a block RAM's synchronous read port (address in cycle *s*,
@@ -49,16 +55,24 @@ points*).
 Ports. From decode (lands at the edge):
 
 - ``alloc`` (in, ``hts.hdl.decode.branch_layout``): an ``if`` decoded this cycle, with
-  its captured operands, physical block, writers (BR), target (saturated at
-  ``program_words``), speculation ID and mask. Its block is ignored for RR (the model
-  keeps 0 there), and it gets this cycle's updates: ``broadcast``, ``confirm``, retarget.
+  its captured operands, physical block, target (saturated at ``program_words``),
+  speculation ID and mask. Its block is ignored for RR (the model keeps 0 there), and is
+  the TLB's translation with this cycle's retarget already applied (``hts.hdl.tlb``'s
+  ``branch_phys``); it gets this cycle's ``confirm``.
+
+The tracker (the cycle after a memory branch's decode):
+
+- ``search_block`` (out, registered): the block of the memory branch decoded last cycle,
+  as its slot holds it; ``writers`` (in, combinational): the tags writing it, the
+  CDB's broadcast aside.
 
 From the top level (land at the edge):
 
 - ``broadcast`` (in): every tag released this cycle (CDB grants, squashed and aborted
   tasks), cleared from every ``waits``;
 - ``retarget``, ``retarget_tm``, ``retarget_home`` (in, from the copy-back engine): a
-  slot whose block lies in the TM region reads the home block instead. A read under way
+  slot whose block lies in the TM region reads the home block instead (not the slot
+  filled now: see ``alloc``). A read under way
   is never retargeted (asserted): its block's producer is done, and a done producer is
   not retargetable.
 
@@ -179,6 +193,8 @@ class BranchUnit(wiring.Component):
         self._layout = slot_layout(config)
         super().__init__({
             "alloc": In(branch_layout(config)),
+            "search_block": Out(widths.phys_block),
+            "writers": In(hts.tracker_entries),
             "broadcast": In(hts.tracker_entries),
             "retarget": In(1),
             "retarget_tm": In(region_layout(config)),
@@ -212,10 +228,12 @@ class BranchUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # One-hot: the slot whose memory branch was decoded last cycle searches the tracker now.
+        self._searching = Signal(self._slot_count)
         mispredicting, killed = self._resolve(m)
         self._per_process(m, mispredicting)
-        allocated, arrival, reads_at_decode = self._arrival(m)
-        self._update_slots(m, killed, allocated, arrival, reads_at_decode)
+        allocated, arrival = self._arrival(m)
+        self._update_slots(m, killed, allocated, arrival)
         return m
 
     def _resolve(self, m: Module):
@@ -227,8 +245,8 @@ class BranchUnit(wiring.Component):
                   for slot, entry in enumerate(self.entries)]
         due, outcome = [], []
         for slot, entry in enumerate(self.entries):
-            due.append(_wire(m, self.valid[slot] & ~killed[slot] & ~entry.waits.any() & (entry.timer == 0),
-                             f"due_{slot}"))
+            due.append(_wire(m, self.valid[slot] & ~killed[slot] & ~self._searching[slot] & ~entry.waits.any()
+                             & (entry.timer == 0), f"due_{slot}"))
             data_word = self.read_data[slot]
             x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
             outcome.append(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
@@ -281,10 +299,10 @@ class BranchUnit(wiring.Component):
             ]
 
     def _arrival(self, m: Module):
-        """The slot decode fills, the record it lands as (before the retarget), and its read."""
+        """The slot decode fills, the record it lands as (before the retarget), and the
+        tracker search it makes next cycle if it reads memory."""
         new, spec_ids = self.alloc, self._spec_ids
         register_read = new.kind == BranchKind.RR
-        waits_left = _wire(m, new.waits & ~self.broadcast, "arrival_waits_left")
         arrival = Signal(self._layout)
         m.d.comb += [
             arrival.pid.eq(new.pid),
@@ -295,8 +313,7 @@ class BranchUnit(wiring.Component):
             arrival.x.eq(new.x),
             arrival.y.eq(new.y),
             arrival.block.eq(Mux(register_read, 0, new.block)),
-            arrival.waits.eq(waits_left),
-            # RR resolves the next cycle; a memory read takes memory_latency from now.
+            # RR resolves the next cycle; a memory read takes memory_latency from its search.
             arrival.timer.eq(Mux(register_read, 0, self._latency - 1)),
             # Bits confirmed this cycle leave the new branch's mask too.
             arrival.mask.eq(new.mask & ~self.confirm),
@@ -308,14 +325,15 @@ class BranchUnit(wiring.Component):
             else:
                 here = ~new.speculated & (new.pid == slot - spec_ids)
             allocated.append(_wire(m, new.valid & here, f"allocated_{slot}"))
-        reads_at_decode = _wire(m, ~register_read & ~waits_left.any(), "reads_at_decode")
         m.d.sync += [
+            self._searching.eq(Mux(register_read, 0, Cat(*allocated))),
+            self.search_block.eq(arrival.block),
             Assert(~(Cat(*allocated) & self.valid).any(), "branch allocated into a busy slot"),
             Assert(~(new.valid & new.speculated & register_read), "speculated RR branch"),
             Assert(~new.valid | ~Cat(*(restore.valid for restore in self.restore)).bit_select(new.pid, 1),
                    "branch decoded in the cycle its process is squashed"),
         ]
-        return allocated, arrival, reads_at_decode
+        return allocated, arrival
 
     def _retargeted(self, m: Module, block, name: str) -> tuple[Signal, Value]:
         """Whether this cycle's retarget moves ``block``, and where it goes."""
@@ -323,20 +341,24 @@ class BranchUnit(wiring.Component):
         hit = _wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
         return hit, Mux(hit, block - tm.base + home.base, block)
 
-    def _update_slots(self, m: Module, killed, allocated, arrival, reads_at_decode):
+    def _update_slots(self, m: Module, killed, allocated, arrival):
         """Next state of every slot, its memory read, and whether TM is still read."""
         # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
         records = record_register(m, self.entries, "slot_records")
+        found = _wire(m, self.writers & ~self.broadcast, "found_writers")
         for slot, entry in enumerate(self.entries):
-            waits_left = _wire(m, entry.waits & ~self.broadcast, f"waits_left_{slot}")
-            wakes = _wire(m, self.valid[slot] & ~killed[slot] & entry.waits.any() & ~waits_left.any(),
-                          f"wakes_{slot}")
+            searching = self._searching[slot]
+            waits_left = _wire(m, Mux(searching, found, entry.waits & ~self.broadcast), f"waits_left_{slot}")
+            live = self.valid[slot] & ~killed[slot]
+            wakes = _wire(m, live & (entry.waits.any() | searching) & ~waits_left.any(), f"wakes_{slot}")
             staying = Signal(self._layout, name=f"staying_{slot}")
             m.d.comb += [staying.eq(entry), staying.waits.eq(waits_left),
                          staying.mask.eq(entry.mask & ~self.confirm)]
+            with m.If(searching & self.writers.any()):
+                m.d.comb += staying.kind.eq(BranchKind.BR)
             with m.If(wakes):
                 m.d.comb += staying.timer.eq(self._latency - 1)
-            with m.Elif(~entry.waits.any() & (entry.timer != 0)):
+            with m.Elif(~searching & ~entry.waits.any() & (entry.timer != 0)):
                 m.d.comb += staying.timer.eq(entry.timer - 1)
 
             incoming = Signal(self._layout, name=f"incoming_{slot}")
@@ -345,15 +367,17 @@ class BranchUnit(wiring.Component):
                 m.d.comb += incoming.x.eq(0)        # never RR: no X to keep
             following = Signal(self._layout, name=f"next_{slot}")
             stays = Signal(name=f"stays_{slot}")
-            moved, block = self._retargeted(m, incoming.block, f"retargeted_{slot}")
+            # The arriving block comes from the TLB with this cycle's retarget applied.
+            moved, block = self._retargeted(m, staying.block, f"retargeted_{slot}")
             m.d.comb += [
                 following.eq(incoming),
-                following.block.eq(block),
+                following.block.eq(Mux(allocated[slot], arrival.block, block)),
                 stays.eq(allocated[slot] | (self.valid[slot] & ~self.resolving[slot] & ~killed[slot])),
-                self.read_valid[slot].eq(allocated[slot] & reads_at_decode | wakes),
-                self.read_block[slot].eq(Mux(allocated[slot], arrival.block, entry.block)),
+                self.read_valid[slot].eq(wakes),
+                self.read_block[slot].eq(entry.block),
             ]
-            reading = stays & (incoming.kind != BranchKind.RR) & ~incoming.waits.any()
+            # A slot arriving now searches next cycle: it is not reading yet.
+            reading = stays & ~allocated[slot] & (incoming.kind != BranchKind.RR) & ~incoming.waits.any()
             m.d.sync += [
                 Assert(~(reading & moved), "retarget of a block whose read is under way"),
                 records[slot].eq(following),

@@ -6,7 +6,8 @@ front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, t
 speculation mask and the skip depth of a zero-iteration loop. Control instructions
 execute here; a task is planned against the TLB, takes a tag (its tracker entry) and, if
 nothing stalls it, goes to the enqueue stage (``hdl/enqueue.py``), which searches the
-tracker for its dependences the next cycle; an ``if`` goes to the branch unit.
+tracker for its dependences the next cycle; an ``if`` goes to the branch unit (with a
+memory branch's block translated by the TLB; the branch unit searches its writers).
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
@@ -77,7 +78,6 @@ def branch_layout(config: SystemConfig) -> data.StructLayout:
         "x": REGISTER_BITS,                     # RR: R[A]
         "y": REGISTER_BITS,                     # R[B]
         "block": widths.phys_block,             # MR/BR: physical block read
-        "waits": hts.tracker_entries,           # BR: writers of the block
         "speculated": 1,
         "spec_id": bits_for(hts.spec_ids),
         "mask": hts.spec_ids,                   # the IDs the branch is itself under
@@ -111,8 +111,8 @@ class Decode(wiring.Component):
       ``freed_ids`` (in): IDs returning to the pool (confirmed, mispredicted, squashed);
     - ``window_has_room`` (in, from the top level): the window has a slot for this
       cycle's task besides the one the enqueue stage holds;
-    - tracker: ``tracker_branch_block`` (out) -> ``tracker_writers``, ``tracker_has_free``,
-      ``tracker_free_tag`` (in); ``tracker_alloc``, ``tracker_alloc_entry`` (out);
+    - tracker: ``tracker_has_free``, ``tracker_free_tag`` (in); ``tracker_alloc``,
+      ``tracker_alloc_entry`` (out);
     - TLB: ``tlb_read_region``, ``tlb_write_region``, ``tlb_branch_block``,
       ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
       ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
@@ -128,7 +128,7 @@ class Decode(wiring.Component):
     def __init__(self, config: SystemConfig):
         self._config = config
         hts, widths = config.hts, config.widths
-        processes, tags = hts.processes, hts.tracker_entries
+        processes = hts.processes
         region = region_layout(config)
         pc_end = fetch_pc_width(config)
         super().__init__({
@@ -147,8 +147,6 @@ class Decode(wiring.Component):
             "confirm": In(hts.spec_ids),
             "freed_ids": In(hts.spec_ids),
             "window_has_room": In(1),
-            "tracker_branch_block": Out(widths.phys_block),
-            "tracker_writers": In(tags),
             "tracker_has_free": In(1),
             "tracker_free_tag": In(widths.tag),
             "tracker_alloc": Out(1),
@@ -454,7 +452,6 @@ class Decode(wiring.Component):
         speculate = memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
         m.d.comb += [
             self.tlb_branch_block.eq(word.a),
-            self.tracker_branch_block.eq(self.tlb_branch_phys),
             branch.valid.eq(1),
             branch.pid.eq(chosen),
             branch.pc.eq(head.pc),
@@ -465,12 +462,8 @@ class Decode(wiring.Component):
             branch.block.eq(self.tlb_branch_phys),
             branch.mask.eq(mask),
         ]
-        with m.If(~memory):
-            m.d.comb += branch.kind.eq(BranchKind.RR)
-        with m.Elif(self.tracker_writers != 0):
-            m.d.comb += [branch.kind.eq(BranchKind.BR), branch.waits.eq(self.tracker_writers)]
-        with m.Else():
-            m.d.comb += branch.kind.eq(BranchKind.MR)
+        # A memory branch is MR until the branch unit searches its block's writers.
+        m.d.comb += branch.kind.eq(Mux(memory, BranchKind.MR, BranchKind.RR))
         with m.If(speculate):
             m.d.comb += [branch.speculated.eq(1), branch.spec_id.eq(new_id),
                          allocated_ids.eq(1 << new_id), new_mask.eq(1 << new_id)]

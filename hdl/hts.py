@@ -6,8 +6,8 @@ lists the signals that cross blocks, in the order of the model's stages; this mo
 is that table. The blocks themselves hold the timing; what is decided here is
 which set of tags, IDs and instances each block hears of:
 
-- *broadcast*: the tags of the tasks the CDB grants this cycle. Decode ignores them
-  (the tracker's ``ignoring``), so a task decoded now does not wait for them;
+- *broadcast*: the tags of the tasks the CDB grants this cycle. The tracker's searches
+  ignore them (``ignoring``), so a task or branch searching now does not wait for them;
 - *released*: broadcast, plus the tags of the tasks a squash removes from the enqueue
   stage, the window and the stations, plus the tags of the running tasks it aborts. They leave the
   tracker and every waiting set at the edge;
@@ -338,8 +338,13 @@ class HTS(wiring.Component):
                 decode.exhausted[pid].eq(queue.exhausted),
             ]
         m.d.sync += active.eq(active & ~retiring | cpu.start)
-        new_touches = Cat(*(valid & (overlaps(tracker.alloc_entry.reads, entry.home)
-                                     | overlaps(tracker.alloc_entry.writes, entry.home))
+        # A new tag touches no TLB home, nor after a retarget in its cycle moves its reads
+        # home (the retargeted entry, which leaves, aside): hdl/memory_tracker.py relies on it.
+        alloc, copy_back = tracker.alloc_entry, self.copy_back
+        reads_moved = copy_back.retarget & (alloc.reads == copy_back.retarget_tm)
+        new_touches = Cat(*(valid & (overlaps(alloc.reads, entry.home) | overlaps(alloc.writes, entry.home)
+                                     | reads_moved & overlaps(copy_back.retarget_home, entry.home)
+                                     & (entry.tm_base != copy_back.retarget_tm.base))
                             for valid, entry in zip(tlb.valid, tlb.entries)))
         m.d.sync += Assert(~tracker.alloc | ~new_touches.any(), "a new tag touches a TLB home")
         m.d.comb += [
@@ -359,12 +364,12 @@ class HTS(wiring.Component):
             branch_unit.alloc.eq(decode.branch),
             self.window.append.eq(enqueue.append),
             self.window.append_task.eq(enqueue.append_task),
-            # Tracker: the enqueue stage's search, decode's look-up and allocation.
+            # Tracker: the enqueue stage's and the branch unit's searches, decode's allocation.
             tracker.query_reads.eq(enqueue.query_reads),
             tracker.query_writes.eq(enqueue.query_writes),
             enqueue.depends.eq(tracker.depends),
-            tracker.branch_block.eq(decode.tracker_branch_block),
-            decode.tracker_writers.eq(tracker.writers),
+            tracker.branch_block.eq(branch_unit.search_block),
+            branch_unit.writers.eq(tracker.writers),
             decode.tracker_has_free.eq(tracker.has_free),
             decode.tracker_free_tag.eq(tracker.free_tag),
             tracker.alloc.eq(decode.tracker_alloc),

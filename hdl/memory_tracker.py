@@ -15,7 +15,8 @@ since both are written by decode and rewritten by the same retargets.
 It also keeps, registered, which TLB slots each entry touches, so that the TLB's copy-back
 choice reads one bit per (tag, slot) instead of comparing every home with every range
 each cycle. Tracker ranges change only when a tag is allocated or retargeted, and TLB
-homes only when a slot is allocated, so the bits are computed at those edges alone.
+homes only when a slot is allocated, so the bits are computed at those edges alone; a
+new slot's bits a cycle late, from registers (``_update_touches``).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -40,8 +41,8 @@ class MemoryTracker(wiring.Component):
       need not wait for;
     - ``depends`` (out, to the enqueue stage): tags whose entries the queried regions
       meet (RAW, WAR, WAW), the querying task's own among them;
-    - ``branch_block`` (in, from decode): the physical block a memory branch reads;
-    - ``writers`` (out, to decode): tags that write ``branch_block``, ``ignoring`` aside;
+    - ``branch_block`` (in, from the branch unit): the physical block a memory branch reads;
+    - ``writers`` (out, to the branch unit): tags that write ``branch_block``, ``ignoring`` aside;
     - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
 
     Updates (registered, land at the clock edge):
@@ -63,7 +64,7 @@ class MemoryTracker(wiring.Component):
       those of free slots are never used);
     - ``tlb_alloc``, ``tlb_alloc_slot``, ``tlb_alloc_home``: decode writes a TLB entry
       with home ``tlb_alloc_home`` into slot ``tlb_alloc_slot`` (the TLB's ``alloc_slot``)
-      at this edge.
+      at this edge; its ``touches`` column is registered at the next one.
 
     State read by other blocks:
 
@@ -74,7 +75,8 @@ class MemoryTracker(wiring.Component):
     - ``holds_tm`` (out, to the TLB's ``tm_idle``): some entry valid at the start of the
       cycle reads or writes TM;
     - ``touches`` (out, to the TLB): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
-      overlap the home of TLB slot ``i`` (registered; meaningful when both are valid).
+      overlap the home of TLB slot ``i`` (registered; meaningful when both are valid, and
+      the slot was not allocated in the cycle before).
     """
 
     def __init__(self, config: SystemConfig):
@@ -137,19 +139,17 @@ class MemoryTracker(wiring.Component):
         older = record_register(m, self.older, "older_records")
         allocated = Signal(count)
         remaining = self.valid & ~self.release
-        followings, rewritten = [], []
+        # The retarget is applied to the arriving entry and to each held one apart, so that
+        # what it rewrites in held entries (for ``touches``) does not wait for decode.
+        arriving, _ = self._retargeted(m, self.free_tag, self.alloc_entry, "retargeted_arrival")
+        rewritten = []
         for tag in range(count):
-            landing = Signal.like(self.alloc_entry, name=f"landing_{tag}")
-            m.d.comb += landing.eq(self.entries[tag])
-            with m.If(self.alloc & (self.free_tag == tag)):
-                m.d.comb += landing.eq(self.alloc_entry)
-            following, rewrote = self._retargeted(m, tag, landing, f"retargeted_{tag}")
-            m.d.sync += entries[tag].eq(following)
-            followings.append(following)
+            held, rewrote = self._retargeted(m, tag, self.entries[tag], f"retargeted_{tag}")
+            m.d.sync += entries[tag].eq(Mux(self.alloc & (self.free_tag == tag), arriving, held))
             rewritten.append(rewrote)
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
-        self._update_touches(m, followings, rewritten, allocated)
+        self._update_touches(m, rewritten)
         with m.If(self.alloc):
             m.d.comb += allocated.eq(1 << self.free_tag)
             for tag in range(count):
@@ -175,33 +175,36 @@ class MemoryTracker(wiring.Component):
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote
 
+    def _update_touches(self, m: Module, rewritten):
+        """``touches`` at the edge, from registered state only (nothing decode decides).
+
+        - A free tag's row is kept empty, so a tag starts with an empty row: when it is
+          allocated it touches no TLB home there was at the start of the cycle (decode
+          reads the TM copy of an exact match, stalls on any other overlap of its reads,
+          and writes TM or a region no entry overlaps: ``_plan_task`` of ``models/hts.py``).
+        - A TLB slot allocated last cycle (``young``): its column is computed now, against
+          every entry as registered, the new task's included. Until this edge the column
+          is stale, which nobody reads: the TLB does not offer a young entry for a
+          retarget, and its producer, in flight, keeps it from a copy-back.
+        - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
+          in home memory (decode faults on an indirect region past its end, and the
+          assembler refuses a direct one), so the old row already holds the other range's
+          bits and the retarget home's only need adding. A slot allocated in the
+          retarget's cycle gets its column the cycle after, from the rewritten ranges.
+
+        Columns of free slots go stale: the TLB ANDs with its ``valid``.
+        """
+        homes = list(self.tlb_homes)
+        young, young_home = Signal(len(homes)), Signal.like(self.tlb_alloc_home)
+        m.d.sync += [young.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0)), young_home.eq(self.tlb_alloc_home)]
+        retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
+        touches = record_register(m, self.touches, "touch_records")
+        for tag, entry in enumerate(self.entries):
+            column = Mux(self._touches(entry, young_home), young, 0)
+            row = self.touches[tag] & ~young | column | Mux(rewritten[tag], retarget_row, 0)
+            m.d.sync += touches[tag].eq(Mux(self.valid[tag], row, 0))
+
     @staticmethod
     def _touches(entry, home):
         """Whether ``entry``'s reads or writes overlap ``home``."""
         return overlaps(entry.reads, home) | overlaps(entry.writes, home)
-
-    def _update_touches(self, m: Module, followings, rewritten, allocated):
-        """``touches`` at the edge; ``followings`` are the entries the edge registers.
-
-        - A tag allocated now touches no TLB home there was at the start of the cycle:
-          decode reads the TM copy of an exact match, stalls on any other overlap of its
-          reads, and writes TM or a region no entry overlaps (``_plan_task`` of
-          ``models/hts.py``). Its row starts empty, and takes the TLB slot allocated in
-          the same cycle (its own output's, below) and a retarget's bits like any row.
-        - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
-          in home memory (decode faults on an indirect region past its end, and the
-          assembler refuses a direct one), so the old row already holds the other range's
-          bits and the retarget home's only need adding.
-        - A TLB slot allocated now: its column, against every entry's next state.
-
-        Rows of free tags and columns of free slots go stale: the TLB ANDs with ``valid``.
-        """
-        homes = list(self.tlb_homes)
-        retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
-        touches = record_register(m, self.touches, "touch_records")
-        new_slot = Signal(len(homes))
-        m.d.comb += new_slot.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0))
-        for tag, following in enumerate(followings):
-            row = Mux(allocated[tag], 0, self.touches[tag]) | Mux(rewritten[tag], retarget_row, 0)
-            m.d.sync += touches[tag].eq(row & ~new_slot
-                                             | Mux(self._touches(following, self.tlb_alloc_home), new_slot, 0))

@@ -80,7 +80,9 @@ class TaskLookupBuffer(wiring.Component):
     - ``write_region`` (in): a non-speculative task's output; ``write_hit`` (out): some
       entry overlaps it (decode stalls until it is copied home).
     - ``branch_block`` (in): the block a memory branch reads; ``branch_phys`` (out): where
-      its current value is (the youngest covering entry's TM block, or itself).
+      its current value is after this cycle's retarget (the youngest covering entry's TM
+      block, or itself: also when that entry is the one retargeted now, whose TM blocks
+      the retarget sends home; no older entry overlaps a retargeted one).
     - ``alloc_blocks`` (in): size of a speculative output; ``has_room`` (out): a free
       slot and that many TM blocks left; ``alloc_tm_base`` (out): where it would go;
       ``alloc_slot`` (out, also to the memory tracker): the lowest free slot, where it
@@ -113,7 +115,8 @@ class TaskLookupBuffer(wiring.Component):
       and its slot;
     - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the oldest resolved
       entry whose producer may still be told to write home (same conditions, its own
-      producer's accesses aside) and its slot.
+      producer's accesses aside; not allocated in the cycle before, whose ``touches`` are
+      not ready) and its slot.
 
     State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
     tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
@@ -164,6 +167,8 @@ class TaskLookupBuffer(wiring.Component):
         self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
+        # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
+        self._young = Signal(count)
 
     def elaborate(self, platform):
         m = Module()
@@ -172,8 +177,8 @@ class TaskLookupBuffer(wiring.Component):
         tm_base = Signal.like(tm_next)             # the pointer as it stands this cycle
         m.d.comb += tm_base.eq(Mux(self.tm_idle & ~self.valid.any(), 0, tm_next))
 
-        self._look_up(m)
-        self._choose_for_copy_back(m)
+        retargeting = self._choose_for_copy_back(m)
+        self._look_up(m, retargeting)
 
         # Room: a free slot and TM left. The lowest free slot: the last assignment of a
         # descending scan wins.
@@ -186,6 +191,7 @@ class TaskLookupBuffer(wiring.Component):
                 m.d.comb += self.alloc_slot.eq(slot)
         allocating = Signal(count)                 # the slot written this cycle, if any
         m.d.comb += allocating.eq(Mux(self.alloc, 1 << self.alloc_slot, 0))
+        m.d.sync += self._young.eq(allocating)
 
         # End of cycle: the new entry lands in its slot, then every entry (the new one
         # included, as in the model) takes this cycle's broadcast, confirm and drop.
@@ -222,12 +228,18 @@ class TaskLookupBuffer(wiring.Component):
         m.d.sync += tm_next.eq(tm_base + Mux(self.alloc, self.alloc_blocks, 0))
         return m
 
-    def _look_up(self, m: Module):
-        """Decode's searches: the youngest overlapping entry wins."""
+    def _look_up(self, m: Module, retargeting: Value):
+        """Decode's searches: the youngest overlapping entry wins.
+
+        A branch's block is found from the entry's offset home -> TM, one subtraction per
+        entry made in parallel with the search, and is left home when that entry is
+        ``retargeting`` (one-hot), rather than compared with the retarget range after it.
+        """
         branch_region = Signal.like(self.read_region)
         m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1)]
         homes = [entry.home for entry in self.entries]
         tm_bases = [entry.tm_base for entry in self.entries]
+        offsets = [entry.tm_base - entry.home.base for entry in self.entries]
 
         def hits(region, name: str) -> Signal:
             signal = Signal(self._count, name=name)
@@ -237,21 +249,20 @@ class TaskLookupBuffer(wiring.Component):
         read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits")
         read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)
         read_home = Signal.like(self.read_region)
-        branch_home = Signal.like(self.read_region)
+        branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
             read_home.eq(select(read_entry, homes)),
-            branch_home.eq(select(branch_entry, homes)),
             self.read_hit.eq(read_hits.any()),
             self.read_exact.eq(self.read_hit & (read_home.as_value() == self.read_region.as_value())),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
-            self.branch_phys.eq(Mux(branch_hits.any(),
-                                    select(branch_entry, tm_bases) + self.branch_block - branch_home.base,
+            self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),
             self.write_hit.eq(hits(self.write_region, "write_hits").any()),
         ]
 
-    def _choose_for_copy_back(self, m: Module):
-        """Oldest copyable and oldest retargetable entry, from the registered relations.
+    def _choose_for_copy_back(self, m: Module) -> Value:
+        """Oldest copyable and oldest retargetable entry, from the registered relations;
+        returns the slot retargeted now (one-hot, the copy-back engine takes every offer).
 
         Both need the entry resolved, no valid older entry overlapping its home, and no
         in-flight access to its home (``touches`` of valid tags), its own producer's
@@ -264,13 +275,15 @@ class TaskLookupBuffer(wiring.Component):
             free_to_go = valid & ~entry.mask.any() & ~(self._shadowed[slot] & self.valid).any()
             m.d.comb += [
                 copyable[slot].eq(free_to_go & entry.producer_done & ~accesses.any()),
-                retargetable[slot].eq(free_to_go & ~entry.producer_done & ~(accesses & ~(1 << entry.producer)).any()
+                retargetable[slot].eq(free_to_go & ~self._young[slot] & ~entry.producer_done
+                                      & ~(accesses & ~(1 << entry.producer)).any()
                                       & self.retargetable_tags.bit_select(entry.producer, 1)),
             ]
         self._offer(m, copyable, self.copy_valid, self.copy_index, self.copy_entry)
-        self._offer(m, retargetable, self.retarget_valid, self.retarget_index, self.retarget_entry)
+        return self._offer(m, retargetable, self.retarget_valid, self.retarget_index, self.retarget_entry)
 
-    def _offer(self, m: Module, candidates: Signal, valid, index, entry):
-        """Drive ``valid``, ``index`` and ``entry`` with the oldest of ``candidates``."""
+    def _offer(self, m: Module, candidates: Signal, valid, index, entry) -> Value:
+        """Drive ``valid``, ``index`` and ``entry`` with the oldest of ``candidates``; returns it, one-hot."""
         first = oldest(candidates, self.older)
         m.d.comb += [valid.eq(candidates.any()), index.eq(encode(first)), entry.eq(select(first, self.entries))]
+        return Cat(*first)

@@ -5,8 +5,9 @@ This is the golden model of the RTL. Each cycle runs the stages back to front
 that an item moves at most one stage per cycle. Every stage decides on the occupancy its
 structures had at the start of the cycle. What frees a structure (a CDB broadcast, a
 squash, a finished copy-back) lands at the end of the cycle. The tracker searches
-(enqueue's for a task, decode's for a branch) alone see the tags being broadcast, so a
-search made in the cycle of its producer's broadcast does not wait for it. Cycles in
+(enqueue's for a task, the branch unit's for a memory branch) alone see the tags being
+broadcast, so a search made in the cycle of its producer's broadcast does not wait for
+it. Cycles in
 which nothing can change are skipped in one step, so an accelerator latency of
 thousands of cycles costs no Python time.
 
@@ -193,6 +194,13 @@ class HTSModel:
                 progress = True
         return progress
 
+    def _search_branches(self, t: int, broadcast: frozenset[int]):
+        """Memory branches decoded last cycle search the tracker for their block's writers."""
+        for proc in self.processes:
+            for branch in proc.branches:
+                if not branch.searched:
+                    branch.search(self.tracker, broadcast, t, self.config.timing.memory_latency)
+
     def _confirm(self, spec_id: int):
         """A speculated branch went the predicted way: its ID leaves every mask (end of cycle)."""
         clear = ~(1 << spec_id)
@@ -261,7 +269,7 @@ class HTSModel:
                    *(task for station in self.stations for task in station.tasks)]
         not_writing = {task.tag for task in waiting} | {
             run.task.tag for run in self.in_progress if run.finishes - t > self._transfer_cycles(run.task.writes[1])}
-        entry = self.tlb.retargetable(self._busy_regions(), not_writing)
+        entry = self.tlb.retargetable(self._busy_regions(), not_writing, t)
         if entry is None:
             return False
         self._retargeted = entry
@@ -377,7 +385,7 @@ class HTSModel:
             return "tlb_conflict"
         return _TaskPlan(home_reads, home_writes, reads, speculative_output)
 
-    def _decode(self, t: int, room: dict, broadcast: frozenset[int], stalls: dict[int, str]) -> int | None:
+    def _decode(self, t: int, room: dict, stalls: dict[int, str]) -> int | None:
         """Decode one instruction of one process; its pid, or None.
 
         The round-robin arbiter picks the first process (from the one after the last
@@ -401,7 +409,7 @@ class HTSModel:
             if isinstance(plan, str):
                 stalls[chosen.pid] = plan
                 return None
-        self._decode_one(t, chosen, broadcast, plan)
+        self._decode_one(t, chosen, plan)
         return chosen.pid
 
     def _why_not_decodable(self, t: int, proc: ProcessContext, room: dict) -> str | None:
@@ -417,7 +425,7 @@ class HTSModel:
             return "runtime_overhead"
         return None
 
-    def _decode_one(self, t: int, proc: ProcessContext, broadcast: frozenset[int], plan: _TaskPlan | None):
+    def _decode_one(self, t: int, proc: ProcessContext, plan: _TaskPlan | None):
         fetched = proc.queue.pop()
         pc, word = fetched.pc, fetched.word
         op = word.opcode
@@ -438,13 +446,13 @@ class HTSModel:
             if back is not None:
                 proc.queue.redirect(back)
         elif op == Opcode.IF:
-            self._decode_branch(t, proc, pc, word, broadcast)
+            self._decode_branch(t, proc, pc, word)
 
     def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, plan: _TaskPlan):
         writes = plan.home_writes
         tag = self.tracker.free_tag()
         if plan.speculative_output:
-            writes = (self.tlb.allocate(self.seq, proc.pid, plan.home_writes, proc.spec_mask, tag),
+            writes = (self.tlb.allocate(self.seq, proc.pid, plan.home_writes, proc.spec_mask, tag, t),
                       plan.home_writes[1])
         if self.runtime:
             self.decoder_free_at = t + runtime_accesses(self.tracker.occupancy()) * self.config.timing.l2_latency
@@ -458,18 +466,13 @@ class HTSModel:
                         accel=self.classes[class_index].name, reads=list(plan.reads), writes=list(writes),
                         mask=task.mask)
 
-    def _decode_branch(self, t: int, proc: ProcessContext, pc: int, word, broadcast: frozenset[int]):
+    def _decode_branch(self, t: int, proc: ProcessContext, pc: int, word):
         branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
         if not word.memory_branch:
             branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
             proc.branches.append(branch)
             return
-        branch.block = self.tlb.translate_block(word.a)
-        writers = self.tracker.writers_of(branch.block, ignoring=broadcast)
-        if writers:
-            branch.kind, branch.waits_for = "BR", set(writers)
-        else:
-            branch.kind, branch.resolves_at = "MR", t + self.config.timing.memory_latency
+        branch.kind, branch.block, branch.searched = "MR", self.tlb.translate_block(word.a), False
         if self.speculate and word.speculate and self.free_spec_ids:
             branch.spec_id = min(self.free_spec_ids)     # a priority encoder in hardware
             self.free_spec_ids.remove(branch.spec_id)
@@ -563,12 +566,13 @@ class HTSModel:
         granted = self._complete(t)
         broadcast = frozenset(run.task.tag for run in granted)
         progress |= bool(granted) | self._resolve_branches(t)
+        self._search_branches(t, broadcast)
         progress |= self._copy_back(t)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
         progress |= self._enqueue(t, broadcast)
         stalls: dict[int, str] = {}
-        progress |= self._decode(t, room, broadcast, stalls) is not None
+        progress |= self._decode(t, room, stalls) is not None
         for proc in self.processes:
             progress |= proc.queue.fetch(room["queue"][proc.pid])
         self._end_of_cycle(t)

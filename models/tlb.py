@@ -34,6 +34,7 @@ class TLBEntry:
     mask: int              # speculation IDs the producer is under; 0 once all resolved
     producer: int          # producer's tracker tag, valid while not producer_done
     producer_done: bool = False
+    allocated_at: int | None = None   # cycle of decode (the RTL's look-ups need a cycle to settle)
 
 
 @dataclass
@@ -65,21 +66,26 @@ class TaskLookupBuffer:
     def has_room(self, blocks: int) -> bool:
         return len(self.entries) < self.capacity and self.tm_next + blocks <= self.tm_blocks
 
-    def allocate(self, seq: int, pid: int, home: Region, mask: int, producer: int) -> int:
+    def allocate(self, seq: int, pid: int, home: Region, mask: int, producer: int, cycle: int) -> int:
         tm_base = self.home_blocks + self.tm_next
         self.tm_next += home[1]
-        self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer))
+        self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer, allocated_at=cycle))
         return tm_base
 
-    def retargetable(self, busy: list[tuple[int, Region]], retargetable_tags: set[int]) -> TLBEntry | None:
+    def retargetable(self, busy: list[tuple[int, Region]], retargetable_tags: set[int],
+                     cycle: int) -> TLBEntry | None:
         """Oldest resolved entry whose producer can still be told to write home instead.
 
         The producer must not have started writing (``retargetable_tags``), no older entry
         may overlap it, and no other in-flight task may read or write its home blocks:
         ``busy`` holds (tag, region) of every in-flight access, the producer's own included.
+        An entry allocated in the cycle before is not offered yet: the hardware registers
+        which in-flight accesses touch a new home a cycle after the allocation.
         """
         for index, entry in enumerate(self.entries):
             if entry.mask or entry.producer_done or entry.producer not in retargetable_tags:
+                continue
+            if entry.allocated_at == cycle - 1:
                 continue
             if any(overlaps(older.home, entry.home) for older in self.entries[:index]):
                 continue

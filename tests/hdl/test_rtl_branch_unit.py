@@ -1,11 +1,12 @@
 """The branch unit RTL against the branch code of ``models/hts.py``, cycle by cycle.
 
 ``BranchSurroundings`` is an ``HTSModel`` reduced to its processes' pending branches; it
-borrows the model's own ``_decode_branch``, ``_resolve_branches``, ``_squash``,
-``_confirm``, ``_end_of_cycle``, ``_apply_retarget`` and ``_tm_in_use``. What those touch
-outside the branch unit (window, stations, tracker, TLB, memory, fetch) is a stand-in the
-test steers: the tracker answers the writers the test picks, the TLB the physical block
-it picks, the memory is a dict of first words, and fetch records redirects.
+borrows the model's own ``_decode_branch``, ``_resolve_branches``, ``_search_branches``,
+``_squash``, ``_confirm``, ``_end_of_cycle``, ``_apply_retarget`` and ``_tm_in_use``.
+What those touch outside the branch unit (window, stations, tracker, TLB, memory, fetch)
+is a stand-in the test steers: the tracker answers the writers the test picks, the TLB
+the physical block it picks, the memory is a dict of first words, and fetch records
+redirects.
 """
 
 import dataclasses
@@ -73,6 +74,7 @@ class Tracker:
 class BranchSurroundings:
     _decode_branch = HTSModel._decode_branch
     _resolve_branches = HTSModel._resolve_branches
+    _search_branches = HTSModel._search_branches
     _squash = HTSModel._squash
     _confirm = HTSModel._confirm
     _end_of_cycle = HTSModel._end_of_cycle
@@ -181,7 +183,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
     def retarget_for(released: set[int]) -> TLBEntry | None:
         """A retarget that keeps the model's invariant: no read under way is in its TM region."""
         reading = {branch.block for branch in model.branches()
-                   if branch.kind != "RR" and not branch.waits_for - released}
+                   if branch.kind != "RR" and branch.searched and not branch.waits_for - released}
         waiting = [branch.block for branch in model.branches()
                    if branch.block >= home and branch.block not in reading]
         length = rng.randrange(1, 4)
@@ -215,8 +217,9 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 data[lane] = memory.first_word(block)
             ctx.set(dut.read_data, data)
 
-            # Released tags: the CDB's (decode ignores them) and squashed ones elsewhere; now
-            # and then a squash releases every busy tag, waking a BR branch decoded now.
+            # Released tags: the CDB's (the tracker's search ignores them) and squashed ones
+            # elsewhere; now and then a squash releases every busy tag, waking a BR branch
+            # at its search.
             cdb = tags(0.08)
             released = cdb | tags(0.04) | (set(busy) if rng.random() < 0.05 else set())
             ctx.set(dut.broadcast, bits(released))
@@ -258,6 +261,16 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                         squash=len(squashed), confirm=len(confirmed), redirect=len(redirects),
                         together=len(resolved) > 1)
 
+            # The tracker search of last cycle's memory branch, if no squash removed it.
+            searching = [branch for branch in model.branches() if not branch.searched]
+            for branch in searching:
+                assert ctx.get(dut.search_block) == branch.block, where
+            model.tracker.writers = frozenset({tag for tag in busy if rng.random() < 0.4} or {busy[0]}
+                                              if rng.random() < 0.5 else ())
+            ctx.set(dut.writers, bits(model.tracker.writers - cdb))
+            model._search_branches(cycle, frozenset(cdb))
+            seen.update(branch.kind for branch in searching)
+
             # Step 8: decode, of a process that may decode now.
             stopped = {p.pid for p in model.processes if p.blocked or cycle < p.resume_at}
             # Decode's "branch" stall: blocked, or restoring now (the model's resume_at).
@@ -271,9 +284,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 x, y = proc.gprs[word.a], proc.gprs[word.b]      # A and B may name one register
                 block = rng.choice(blocks)
                 model.tlb.translate_block = lambda _, block=block: block
-                model.tracker.writers = frozenset({tag for tag in busy if rng.random() < 0.4} or {busy[0]}
-                                                  if rng.random() < 0.5 else ())
-                model._decode_branch(cycle, proc, pc, word, frozenset(cdb))
+                model._decode_branch(cycle, proc, pc, word)
                 decoded = proc.branches[-1]
                 memory_read = decoded.kind != "RR"
                 ctx.set(dut.alloc, {
@@ -281,16 +292,22 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                     "cond": decoded.word.cond, "kind": BranchKind[decoded.kind],
                     # Decode's wiring drives R[A] and the TLB's block whatever the kind.
                     "x": rng.choice(VALUES) if memory_read else x, "y": y,
-                    "block": block, "waits": bits(decoded.waits_for),
+                    "block": block,
                     "speculated": decoded.spec_id is not None, "spec_id": decoded.spec_id or 0,
                     "mask": decoded.mask})
-                seen.update([decoded.kind], speculated=decoded.spec_id is not None)
+                seen.update(RR=decoded.kind == "RR", speculated=decoded.spec_id is not None)
             else:
                 ctx.set(dut.alloc.valid, 0)
 
             # Step 4 and end of cycle: a retarget, wake-ups and reads.
             retarget = retarget_for(released) if rng.random() < 0.3 else None
             drive_retarget(ctx, dut, retarget)
+            if decoded is not None and retarget is not None:
+                # The TLB's translation of a branch's block already has the retarget applied.
+                tm_base, length = retarget.tm_base, retarget.home[1]
+                if decoded.kind != "RR" and tm_base <= block < tm_base + length:
+                    ctx.set(dut.alloc.block, block - tm_base + retarget.home[0])
+                    seen.update(retargeted_at_decode=1)
             if retarget is not None:
                 model.tlb.entries.append(retarget)
                 model._retargeted = retarget
@@ -300,10 +317,10 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
             model._end_of_cycle(cycle)
             reads = {(slot_of(config, branch), block) for branch, block in waiting
                      if branch.resolves_at is not None and branch in model.branches()}
-            seen.update(woken=len(reads), woken_at_decode=any(branch is decoded for branch, _ in waiting)
-                        and decoded.resolves_at is not None)
-            if decoded is not None and decoded.kind == "MR":
-                reads.add((slot_of(config, decoded), block))
+            seen.update(woken=len(reads), woken_at_search=any(branch in searching and branch.resolves_at is not None
+                                                              for branch, _ in waiting))
+            reads |= {(slot_of(config, branch), branch.block) for branch in searching
+                      if branch.kind == "MR" and branch in model.branches()}
             read_valid, read_block = ctx.get(dut.read_valid), ctx.get(dut.read_block)
             requests = {(lane, read_block[lane]) for lane in lanes if read_valid >> lane & 1}
             assert requests == reads, where
@@ -320,7 +337,8 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 assert {name: entries[slot][name] for name in fields} == fields, f"{where}, slot {slot}"
 
     run(dut, bench)
-    exercised = ["resolved", "squash", "confirm", "redirect", "retargeted", "woken", "woken_at_decode", "RR",
+    exercised = ["resolved", "squash", "confirm", "redirect", "retargeted", "retargeted_at_decode", "woken",
+                 "woken_at_search", "RR",
                  "MR", "BR", "speculated", "reads_tm"]
     if hts.spec_ids > 1:
         exercised += ["removed_while_due", "together", "reads_together"]

@@ -100,7 +100,7 @@ class ScriptedTLB:
     def copy_candidates(self) -> list[TLBEntry]:
         return [entry for entry in self.entries if not entry.mask and entry.producer_done]
 
-    def retargetable(self, busy, tags) -> TLBEntry | None:
+    def retargetable(self, busy, tags, cycle) -> TLBEntry | None:
         self.asked_tags = set(tags)
         candidates = [entry for entry in self.entries
                       if not entry.mask and not entry.producer_done and entry.producer in tags]
