@@ -27,8 +27,8 @@ def _keyname(accel_id: int, config: SystemConfig, location: Location, opcode) ->
 def disassemble(program: Program, config: SystemConfig) -> list[str]:
     """One line of plain-form assembly per instruction word."""
     text = []
-    for word, line in zip(program.decoded, program.lines):
-        keyname = _keyname(word.accel_id, config, Location(program.source, line), word.opcode)
+    for pc, word in enumerate(program.decoded):
+        keyname = _keyname(word.accel_id, config, program.location(pc), word.opcode)
         fields = (word.a, word.b, word.c, word.d, word.task_id, word.pid, word.k)
         # metadata padded to four digits, as the paper prints it
         text.append(" ".join([keyname, *map(format_number, fields), format_number(word.metadata, 4)]))

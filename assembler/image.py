@@ -10,6 +10,8 @@ from hts.errors import HTSError, Location, SourceError, display_path
 from hts.output import atomic_path
 from hts.isa import INSTRUCTION_BITS
 
+from .lexer import split_lines
+from .resolver import shown as cut
 from .program import Program
 
 __all__ = ["IMAGE_SUFFIXES", "write_image", "read_image", "image_bytes"]
@@ -55,12 +57,13 @@ def read_image(path: str | Path) -> Program:
         words = tuple(int.from_bytes(data[i:i + _BYTES], "little") for i in range(0, len(data), _BYTES))
         return Program(words, shown)
     words, lines = [], []
-    for number, line in enumerate(data.decode("ascii", errors="replace").splitlines(), start=1):
+    for number, line in enumerate(split_lines(data.decode("ascii", errors="replace")), start=1):
         text = line.split("//", 1)[0].strip()
         if not text:
             continue
         if len(text) > _HEX_DIGITS or any(ch not in "0123456789abcdefABCDEF" for ch in text):
-            raise SourceError(f"'{text}' is not a {INSTRUCTION_BITS}-bit hex word", Location(shown, number, 1))
+            raise SourceError(f"'{cut(text, 2 * _HEX_DIGITS)}' is not a {INSTRUCTION_BITS}-bit hex word",
+                              Location(shown, number, 1))
         words.append(int(text, 16))
         lines.append(number)
     return Program(tuple(words), shown, tuple(lines))

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from hts.errors import Location, SourceError
 
-__all__ = ["Token", "SourceLine", "lex"]
+__all__ = ["Token", "SourceLine", "lex", "split_lines"]
 
 _LABEL = re.compile(r"\s*([A-Za-z_.][A-Za-z0-9_.]*)\s*:")
 _TOKEN = re.compile(r"\S+")
+_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass(frozen=True)
@@ -33,9 +34,16 @@ def _strip_comment(text: str) -> str:
     return text[:cut]
 
 
+def split_lines(text: str) -> list[str]:
+    """Lines ended by LF, CR LF or CR only: unlike ``str.splitlines``, a form feed or a
+    Unicode line separator inside a comment does not end the comment."""
+    lines = _LINE_END.split(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
 def lex(text: str, filename: str) -> list[SourceLine]:
     lines = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(split_lines(text), start=1):
         body = _strip_comment(raw)
         labels, pos = [], 0
         while match := _LABEL.match(body, pos):

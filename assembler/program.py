@@ -3,6 +3,7 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from hts.errors import Location
 from hts.isa import Word
 
 __all__ = ["Program"]
@@ -22,6 +23,11 @@ class Program:
 
     def __len__(self):
         return len(self.words)
+
+    def location(self, pc: int) -> Location:
+        """Where the word at ``pc`` came from: its source line, or its index in a .bin image."""
+        line = self.lines[pc]
+        return Location(self.source, line) if line is not None else Location(self.source, word=pc)
 
     @cached_property
     def decoded(self) -> tuple[Word, ...]:

@@ -40,6 +40,16 @@ class Resolved:
     roles: dict[str, Role]
 
 
+# A token longer than this is no number a field can hold (the widest is 64 bits), however
+# many leading zeros it has: refused before ``int()`` reads thousands of digits.
+_LONGEST_NUMBER = 64
+
+
+def shown(text: str, width: int = 24) -> str:
+    """``text`` for an error message: a huge token is cut, with its length."""
+    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
+
+
 def parse_number(text: str) -> int | None:
     """Value of an unsigned number token (hex, 0x hex, 0d decimal); None if not a number."""
     if match := _DECIMAL.match(text):
@@ -65,7 +75,7 @@ def _opcode_and_id(keyname: Token, config: SystemConfig) -> tuple[Opcode, int]:
     accelerator = config.accelerator(keyname.text)
     if accelerator is None:
         known = ", ".join(acc.name for acc in config.accelerators)
-        raise SourceError(f"unknown keyname '{keyname.text}' (accelerators of {config.source}: {known}; "
+        raise SourceError(f"unknown keyname '{shown(keyname.text)}' (accelerators of {config.source}: {known}; "
                           f"instructions: {', '.join(CONTROL_KEYNAMES)})", keyname.location)
     return Opcode.TASK, accelerator.id
 
@@ -76,17 +86,19 @@ def _field_value(name: str, token: Token, role: Role, statement: Statement, labe
         if role != Role.REGISTER:
             hint = " (set K bit 0 to make A and C registers)" if statement.keyname.text not in CONTROL_KEYNAMES \
                 and name in ("a", "c") else ""
-            raise SourceError(f"'{text}' names a register, but {where} holds {_HOLDS[role]}{hint}",
+            raise SourceError(f"'{shown(text)}' names a register, but {where} holds {_HOLDS[role]}{hint}",
                               token.location)
         return int(match.group(1), 10)
     negative = text.startswith("-")
+    if len(text) > _LONGEST_NUMBER:
+        raise SourceError(f"'{shown(text)}' is too long for {where}", token.location)
     value = parse_number(text[1:] if negative else text)
     if value is None:
         if role == Role.OFFSET and _LABEL.match(text):
             if text not in labels:
-                raise SourceError(f"undefined label '{text}'", token.location)
-            return (labels[text] - statement.pc) & 0xFFFF
-        raise SourceError(f"'{text}' is not a number (hex, 0x.. hex or 0d.. decimal)"
+                raise SourceError(f"undefined label '{shown(text)}'", token.location)
+            return _label_offset(labels[text] - statement.pc, _WIDTH[name], text, token)
+        raise SourceError(f"'{shown(text)}' is not a number (hex, 0x.. hex or 0d.. decimal)"
                           + (" or a label" if role == Role.OFFSET else ""), token.location)
     width = _WIDTH[name]
     if negative:
@@ -98,6 +110,15 @@ def _field_value(name: str, token: Token, role: Role, statement: Statement, labe
     if value >= 1 << width:
         raise SourceError(f"{where} = {value:#x} does not fit in {width} bits", token.location)
     return value
+
+
+def _label_offset(distance: int, width: int, label: str, token: Token) -> int:
+    """The field holding ``distance`` (target - pc), refused when it does not fit."""
+    reach = 1 << (width - 1)
+    if not -reach <= distance < reach:
+        raise SourceError(f"label '{label}' is {distance:+d} instructions away; a PC offset reaches "
+                          f"{-reach}..{reach - 1}; jump through an intermediate label", token.location)
+    return distance & ((1 << width) - 1)
 
 
 def _resolve_statement(statement: Statement, labels: dict[str, int], config: SystemConfig) -> Resolved:

@@ -5,7 +5,7 @@
 ``cocotb_tools.runner``. The build lives in a cache folder named by a
 hash of the configuration, the RTL sources and the Verilator version
 (``$HTS_COSIM_CACHE``, default ``~/.cache/hts-cosim``), so the second run of a
-configuration starts at once. :func:`cosimulate` runs a :class:`~hts.cosim.scoreboard.Job`
+configuration starts at once; runs started together build it once, under a file lock. :func:`cosimulate` runs a :class:`~hts.cosim.scoreboard.Job`
 in one simulator process (the design is reset between runs) and returns the outcomes.
 """
 
@@ -17,6 +17,8 @@ import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
+
+from filelock import FileLock
 
 from hts.config import SystemConfig
 from hts.errors import HTSError
@@ -80,14 +82,28 @@ def build(config: SystemConfig, waves: bool = False, progress=print, variant: st
     ``variant`` names a deliberately altered RTL (a mutant a test has patched in): it gets
     a build of its own.
     """
-    from cocotb_tools.runner import get_runner
-
     use_bundled_tools()
     folder = cache_root() / build_key(config, waves, variant)
     stamp = folder / "built"
     if stamp.exists():
         return folder
-    folder.mkdir(parents=True, exist_ok=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    # Runs started together build once: the others wait here, then find the stamp.
+    with FileLock(folder.with_name(f"{folder.name}.lock")):
+        if not stamp.exists():
+            _compile(config, waves, folder, progress)
+            stamp.write_text("ok\n")
+    return folder
+
+
+def _compile(config: SystemConfig, waves: bool, folder: Path, progress):
+    """Verilog and the Verilator model in ``folder``, from scratch: a build that was cut
+    off (no stamp) leaves nothing to reuse."""
+    from cocotb_tools.runner import get_runner
+
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
     progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
     verilog, wrapper = folder / f"{TOPLEVEL}.v", folder / f"{CLOCKED}.sv"
     verilog.write_text(verilog_text(CosimTop(config), TOPLEVEL))
@@ -105,8 +121,6 @@ def build(config: SystemConfig, waves: bool = False, progress=print, variant: st
             del os.environ["MAKEFLAGS"]
         else:
             os.environ["MAKEFLAGS"] = make_flags
-    stamp.write_text("ok\n")
-    return folder
 
 
 def cosimulate(job: Job, waves: str | Path | None = None, progress=print, variant: str = "") -> list[RunOutcome]:

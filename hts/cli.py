@@ -10,7 +10,7 @@ from importlib import resources
 from pathlib import Path
 
 from . import __version__
-from .config import PRESETS, describe, load_config
+from .config import DEFAULT_STEP_LIMIT, PRESETS, describe, load_config
 from .errors import HTSError
 
 _CONFIG_HELP = f"system configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)"
@@ -20,25 +20,35 @@ def _add_config(parser: argparse.ArgumentParser):
     parser.add_argument("-c", "--config", metavar="CFG", default="default", help=_CONFIG_HELP)
 
 
+def _system(spec):
+    """The configuration ``spec`` names, with every accelerator's function checked to exist."""
+    from .models.accelerator import AcceleratorFunctions
+    config = load_config(spec)
+    AcceleratorFunctions(config)
+    return config
+
+
 def cmd_asm(args) -> int:
     from .assembler import assemble_file, write_image
-    config = load_config(args.config)
+    from .output import check_outputs
+    config = _system(args.config)
     program = assemble_file(args.program, config)
     output = Path(args.output) if args.output else Path(args.program).with_suffix(".hex")
+    check_outputs([output], [args.program])
     write_image(output, program)
     print(f"{args.program}: {len(program)} instructions -> {output}")
     return 0
 
 
 def cmd_disasm(args) -> int:
-    from .assembler import disassemble, read_image
-    config = load_config(args.config)
-    print("\n".join(disassemble(read_image(args.image), config)))
+    from .assembler import check_image, disassemble, read_image
+    config = _system(args.config)
+    print("\n".join(disassemble(check_image(read_image(args.image), config), config)))
     return 0
 
 
 def cmd_config(args) -> int:
-    config = load_config(args.config)
+    config = _system(args.config)
     print(f"configuration {config.source}")
     print(f"\n{'accelerator':<16}{'id':>5}{'count':>7}{'latency':>10}")
     for acc in config.accelerators:
@@ -60,7 +70,7 @@ def cmd_tools(args) -> int:
 
 def cmd_verilog(args) -> int:
     from .synth import default_block, module_name, write_verilog
-    config = load_config(args.config)
+    config = _system(args.config)
     block = args.block or default_block()
     warnings = write_verilog(config, block, args.output)
     for warning in warnings:
@@ -97,7 +107,7 @@ def _print_synth_table(result: dict):
 def cmd_synth(args) -> int:
     import json
     from .synth import default_block, synthesize
-    config = load_config(args.config)
+    config = _system(args.config)
     block = args.block or default_block()
     result = synthesize(config, block, args.target, args.freq)
     if args.json:
@@ -116,6 +126,13 @@ def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _nonnegative_int(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
     return value
 
 
@@ -145,10 +162,10 @@ def cmd_run(args) -> int:
     from .models.report import run_summary
     from .models.simulate import simulate
     from .output import atomic_path
-    config = load_config(args.config)
+    config = _system(args.config)
     programs = _load_programs(args.programs, config)
     result = simulate(config, programs, initial_memory(config, args.seed), args.scheduler,
-                      max_cycles=args.max_cycles)
+                      max_steps=args.max_steps)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, **run_summary(result)}
     if args.trace:
         with atomic_path(args.trace) as tmp, open(tmp, "w") as out:
@@ -213,8 +230,9 @@ def cmd_compare(args) -> int:
     from .models.report import compare_rows, compare_runs, reference_rows, reference_schedules
     from .models.schedulers.cycle_model import naive_schedule, trace_schedule
     from .models.schedulers.machine import machine_of_config
+    from .output import all_or_none, check_outputs
     from .plots import plot_compare, plot_gantt
-    config, programs, timing, graph, label, classes, extra = _compare_inputs(args, load_config(args.config))
+    config, programs, timing, graph, label, classes, extra = _compare_inputs(args, _system(args.config))
     runs = compare_runs(config, programs, args.seed, timing)
     rows = compare_rows(runs)
     if graph is None and runs["sequential"].tasks:
@@ -230,9 +248,11 @@ def cmd_compare(args) -> int:
         schedules["naive"] = naive_schedule(runs["naive"], graph, config.timing.interrupt_latency, classes)
     schedules.update(offline)
     gantt = {name: str(plot.with_name(f"{plot.stem}_gantt_{name}.png")) for name in schedules}
-    plot_compare(rows, plot, title)
-    for name, schedule in schedules.items():
-        plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}")
+    check_outputs([plot, *gantt.values()], [*args.programs, args.config])
+    with all_or_none():
+        plot_compare(rows, plot, title)
+        for name, schedule in schedules.items():
+            plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}")
     if args.json:
         tasks, edges = (0, 0) if graph is None else (len(graph), len(graph.edges))
         print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows,
@@ -276,7 +296,7 @@ def cmd_cosim(args) -> int:
     import json
     from .cosim.run import cosimulate
     from .cosim.scoreboard import Job, RunSpec
-    config = load_config(args.config)
+    config = _system(args.config)
     programs = tuple(_load_programs(args.programs, config))
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed)])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
@@ -329,7 +349,7 @@ def cmd_scaling(args) -> int:
     from .benchmarks import audio_compression
     from .models.report import scaling
     from .plots import plot_scaling
-    config = load_config(args.config)
+    config = _system(args.config)
     outcome = "taken: frequency domain" if args.taken else "not taken: time domain"
 
     def program(bands, system):
@@ -357,7 +377,7 @@ def cmd_bench(args) -> int:
     from .benchmarks import BENCHMARKS, audio_compression, source
     from .models.report import compare
     from .plots import plot_benchmarks
-    config = load_config(args.config)
+    config = _system(args.config)
     cases = [(name, source(name)) for name in BENCHMARKS]
     cases.append(("audio_compression_taken", audio_compression(8, taken=True)))
     table = []
@@ -383,7 +403,7 @@ def cmd_bench(args) -> int:
 def cmd_demo(args) -> int:
     """The audio compression of the paper on every scheduler, then the assembler round trip."""
     from .assembler import assemble, disassemble
-    config = load_config(args.config)
+    config = _system(args.config)
     audio = resources.files("hts.benchmarks").joinpath("audio_compression.s")
     print("== hts compare benchmarks/audio_compression.s (Algorithm 1 of the HTS paper, 8 bands)")
     status = cmd_compare(argparse.Namespace(config=args.config, programs=[str(audio)], seed=0, plot=args.plot,
@@ -441,8 +461,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="hts (default), hts-nospec, runtime (software), naive, or sequential (in order)")
     p.add_argument("--trace", metavar="FILE", help="write the event trace as JSON lines")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
-    p.add_argument("--max-cycles", type=_positive_int, default=10**9, help="give up after this many cycles")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
+    p.add_argument("--max-steps", type=_positive_int, default=DEFAULT_STEP_LIMIT,
+                   help="give up once a process has executed this many instructions, on every scheduler "
+                        f"(default {DEFAULT_STEP_LIMIT:,})")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("compare", help="run programs on every scheduler, against HEFT, REFT and the optimum",
@@ -465,7 +487,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instances", metavar="N", type=_positive_int, default=2,
                    help="instances of each accelerator class a .graphml graph runs on (default 2)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
     p.set_defaults(run=cmd_compare)
 
     p = sub.add_parser("scaling", help="audio compression: cycles against instances per function (Fig. 10)",
@@ -490,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(p)
     p.add_argument("--plot", metavar="FILE.png", default="benchmarks.png", help="chart (default benchmarks.png)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    p.add_argument("--seed", type=int, default=0, help="seed of the initial memory contents (default 0)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
     p.set_defaults(run=cmd_bench)
 
     from .synth import LINT_WAIVERS, TARGETS, default_block
@@ -530,7 +552,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "Exits 1 on any mismatch, printing the first one and the command to repeat it.")
     _add_config(p)
     p.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
-    p.add_argument("--seed", type=int, default=0, help="initial memory and CPU load pauses (default 0)")
+    p.add_argument("--seed", type=_nonnegative_int, default=0, help="initial memory and CPU load pauses (default 0)")
     p.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
     p.add_argument("--trace", metavar="FILE",
                    help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
@@ -574,9 +596,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Arguments naming files read, and files written, by any command.
+_INPUT_ARGS, _OUTPUT_ARGS = ("program", "image", "programs", "config"), ("output", "trace", "plot", "waves")
+
+
+def _named_files(args, names) -> list[str]:
+    files = []
+    for name in names:
+        value = getattr(args, name, None)
+        files += value if isinstance(value, list) else [value]
+    return [str(path) for path in files if path is not None]
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .output import check_outputs
     args = build_parser().parse_args(argv)
     try:
+        check_outputs(_named_files(args, _OUTPUT_ARGS), _named_files(args, _INPUT_ARGS))
         return args.run(args)
     except HTSError as err:
         print(err, file=sys.stderr)

@@ -28,8 +28,13 @@ from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig",
-    "Widths", "PRESETS", "load_config", "parse_config", "bits_for",
+    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for",
 ]
+
+# Instructions one process may execute in a run, on every scheduler (``--max-steps``): a
+# loop that never exits stops within seconds on the cycle model, far above what any
+# benchmark or example executes.
+DEFAULT_STEP_LIMIT = 200_000
 
 PRESETS = ("default", "tiny", "large")
 
@@ -125,6 +130,12 @@ class SystemConfig:
     hts: SchedulerConfig = field(default_factory=SchedulerConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
     source: str = field(default="<built-in>", compare=False)
+    # Where each key path was written, so that a later check names the line too.
+    marks: dict[str, Location] = field(default_factory=dict, compare=False, repr=False)
+
+    def location_of(self, key: str) -> Location:
+        """The line of ``key`` (a dotted path), or of its closest enclosing key in the file."""
+        return _nearest_mark(self.marks, key, self.source)
 
     def accelerator(self, keyname: str) -> AcceleratorClass | None:
         return self._by_name.get(keyname)
@@ -166,9 +177,21 @@ class _InvalidValue(Exception):
         self.key, self.message = key, message
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """A configuration needs no anchors: refusing aliases keeps an alias bomb (or a
+    self-referencing alias) from taking the machine's memory and time."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted in a configuration",
+                                              event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def _yaml_with_marks(text: str, filename: str) -> tuple[Any, dict[str, Location]]:
     """Parse YAML, returning the data and the location of every key path."""
-    loader = yaml.SafeLoader(text)
+    loader = _NoAliasLoader(text)
     try:
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
@@ -269,6 +292,19 @@ def _build_accelerators(raw) -> tuple[AcceleratorClass, ...]:
     return tuple(assigned)
 
 
+# Words of home memory and TM the simulators may hold: each run keeps a few copies of it.
+MAX_MEMORY_WORDS = 1 << 26
+
+
+def _check_memory_size(memory: MemoryConfig, hts: SchedulerConfig):
+    """Refuse, before anything is allocated, a memory the simulators cannot hold."""
+    words = (memory.blocks + hts.tm_blocks) * memory.block_words
+    if words > MAX_MEMORY_WORDS:
+        raise _InvalidValue("memory.block_words", f"(memory.blocks + hts.tm_blocks) x memory.block_words = "
+                            f"{words:,} words ({words * 4 / 2**30:.1f} GiB) is more than the simulators hold "
+                            f"({MAX_MEMORY_WORDS:,} words, {MAX_MEMORY_WORDS * 4 // 2**20} MiB)")
+
+
 def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
     """Validate a configuration given as YAML text."""
     raw, marks = _yaml_with_marks(text, filename)
@@ -285,7 +321,9 @@ def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
         if "accelerators" not in raw:
             raise _InvalidValue("accelerators", "missing: list the accelerator classes of the system")
         sections = {name: _build(cls, name, raw.get(name, {})) for name, cls in _SECTIONS.items()}
-        return SystemConfig(accelerators=_build_accelerators(raw["accelerators"]), source=filename, **sections)
+        _check_memory_size(sections["memory"], sections["hts"])
+        return SystemConfig(accelerators=_build_accelerators(raw["accelerators"]), source=filename, marks=marks,
+                            **sections)
     except _InvalidValue as err:
         raise ConfigError(err.key, err.message, _nearest_mark(marks, err.key, filename)) from None
 

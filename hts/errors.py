@@ -15,8 +15,11 @@ class Location:
     file: str
     line: int | None = None
     col: int | None = None
+    word: int | None = None          # index of an instruction in an image (.bin has no lines)
 
     def __str__(self):
+        if self.line is None and self.word is not None:
+            return f"{self.file}: word {self.word}"
         parts = [self.file]
         if self.line is not None:
             parts.append(str(self.line))

@@ -7,7 +7,7 @@ Each class of the configuration is bound to a function of ``hts.models.dsp`` (it
 import hashlib
 
 from hts.config import SystemConfig
-from hts.errors import ConfigError, Location
+from hts.errors import ConfigError
 
 from . import dsp
 from .memory import Memory
@@ -22,7 +22,7 @@ class AcceleratorFunctions:
             if acc.computes not in dsp.FUNCTIONS:
                 key = f"accelerators[{index}].function"
                 raise ConfigError(key, f"no accelerator function '{acc.computes}' (known: "
-                                       f"{', '.join(dsp.FUNCTIONS)})", Location(config.source))
+                                       f"{', '.join(dsp.FUNCTIONS)})", config.location_of(key))
             self._by_id[acc.id] = dsp.FUNCTIONS[acc.computes]
 
     def run(self, memory: Memory, accel_id: int, in_base: int, in_blocks: int, out_base: int, out_blocks: int,

@@ -45,7 +45,7 @@ class ProcessContext:
                    LoopStack(config.hts.loop_depth))
 
     def location(self, pc: int) -> Location:
-        return Location(self.program.source, self.program.lines[pc])
+        return self.program.location(pc)
 
     @property
     def blocked(self) -> bool:

@@ -6,10 +6,11 @@ executor leaves. Processes run one after another in PID order; programs of diffe
 processes must not share memory that either writes (their order is not defined).
 """
 
+from collections import deque
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import SystemConfig
+from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
 from hts.errors import HTSError, Location, SourceError
 from hts.isa import Opcode, branch_taken
 
@@ -19,9 +20,7 @@ from .gpr import GPRBank
 from .loop_stack import LoopStack
 from .memory import Memory
 
-__all__ = ["ExecutedTask", "ExecutionResult", "run_sequential", "check_programs", "DEFAULT_STEP_LIMIT"]
-
-DEFAULT_STEP_LIMIT = 1_000_000
+__all__ = ["ExecutedTask", "ExecutionResult", "run_sequential", "check_programs", "StepCounter"]
 
 
 @dataclass(frozen=True)
@@ -50,10 +49,33 @@ def check_programs(programs: list[Program], config: SystemConfig):
         for pc, word in enumerate(program.decoded):
             if word.opcode is None:
                 raise SourceError(f"accelerator ID {word.accel_id:#04x} names no instruction",
-                                  Location(program.source, program.lines[pc]))
+                                  program.location(pc))
             if word.pid != pid:
                 raise SourceError(f"instruction has pid {word.pid}, but this program runs as process {pid}",
-                                  Location(program.source, program.lines[pc]))
+                                  program.location(pc))
+
+
+class StepCounter:
+    """The instructions one process has executed, with the pcs of the latest, so that a
+    runaway loop is reported where it runs."""
+
+    RECENT = 64
+
+    def __init__(self, pid: int, program: Program, limit: int):
+        self.pid, self.program, self.limit = pid, program, limit
+        self.steps = 0
+        self.recent: deque[int] = deque(maxlen=self.RECENT)
+
+    def count(self, pc: int):
+        self.steps += 1
+        self.recent.append(pc)
+        if self.steps > self.limit:
+            low, high = min(self.recent), max(self.recent)
+            lines = self.program.lines
+            span = f" (lines {lines[low]}..{lines[high]})" if lines[low] is not None else ""
+            raise HTSError(f"process {self.pid} executed {self.limit} instructions without ending; the last "
+                           f"{len(self.recent)} ran at pc {low}..{high}{span}: a loop that never exits? "
+                           "(--max-steps raises the limit)", Location(self.program.source))
 
 
 def _after_matching_lend(program: Program, pc: int) -> int:
@@ -72,13 +94,11 @@ def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory
     functions = AcceleratorFunctions(config)
     result = ExecutionResult(memory, [])
     for pid, program in enumerate(programs):
-        gprs, loops, pc, steps = GPRBank(config.hts.gprs), LoopStack(config.hts.loop_depth), 0, 0
+        gprs, loops, pc = GPRBank(config.hts.gprs), LoopStack(config.hts.loop_depth), 0
+        steps = StepCounter(pid, program, step_limit)
         while pc < len(program):
-            steps += 1
-            if steps > step_limit:
-                raise HTSError(f"process {pid} did not end within {step_limit} instructions "
-                               "(a loop that never exits?)", Location(program.source))
-            word, where = program.decoded[pc], Location(program.source, program.lines[pc])
+            steps.count(pc)
+            word, where = program.decoded[pc], program.location(pc)
             op, next_pc = word.opcode, pc + 1
             if op == Opcode.TASK:
                 regions = task_regions(word, gprs, config, where)
@@ -100,6 +120,6 @@ def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory
                 if back is not None:
                     next_pc = back
             pc = next_pc
-        result.instructions += steps
+        result.instructions += steps.steps
         result.registers.append(gprs.snapshot())
     return result

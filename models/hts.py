@@ -19,8 +19,8 @@ learns of each completion an interrupt latency late.
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import SystemConfig
-from hts.errors import HTSError, Location, SourceError
+from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
+from hts.errors import SourceError
 from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions
@@ -30,7 +30,7 @@ from .cdb import CommonDataBus
 from .control import begin_loop, end_loop, execute_register_op, task_regions
 from .decode import ProcessContext
 from .enqueue import EnqueueStage
-from .executor import check_programs
+from .executor import StepCounter, check_programs
 from .memory import Memory
 from .memory_tracker import MemoryTracker, Region, TrackerEntry
 from .reservation_station import ReservationStation
@@ -39,10 +39,9 @@ from .tlb import CopyBack, TaskLookupBuffer
 from .trace import Trace
 from .window import DecodedTask, DispatchWindow
 
-__all__ = ["SCHEDULERS", "RunResult", "HTSModel", "DEFAULT_CYCLE_LIMIT", "runtime_accesses", "transfer_cycles"]
+__all__ = ["SCHEDULERS", "RunResult", "HTSModel", "runtime_accesses", "transfer_cycles"]
 
 SCHEDULERS = ("hts", "hts-nospec", "runtime")
-DEFAULT_CYCLE_LIMIT = 10**9
 
 # Stall reasons that ask the copy-back engine to make room in the TLB or TM.
 TLB_STALLS = ("tlb_full", "tlb_conflict")
@@ -103,6 +102,8 @@ class HTSModel:
         self.classes = list(config.accelerators)
         self.class_of_id = {acc.id: index for index, acc in enumerate(self.classes)}
         self.processes = [ProcessContext.create(pid, program, config) for pid, program in enumerate(programs)]
+        # Instructions decoded per process (wrong-path ones too): a runaway loop stops.
+        self.steps = [StepCounter(pid, program, DEFAULT_STEP_LIMIT) for pid, program in enumerate(programs)]
         self.tracker = MemoryTracker(config.hts.tracker_entries)
         self.enqueue = EnqueueStage()
         self.window = DispatchWindow(config.hts.window)
@@ -428,6 +429,7 @@ class HTSModel:
     def _decode_one(self, t: int, proc: ProcessContext, plan: _TaskPlan | None):
         fetched = proc.queue.pop()
         pc, word = fetched.pc, fetched.word
+        self.steps[proc.pid].count(pc)
         op = word.opcode
         if proc.skip_depth:
             proc.skip_depth += {Opcode.LBEG: 1, Opcode.LEND: -1}.get(op, 0)
@@ -592,7 +594,10 @@ class HTSModel:
         later = [time for time in times if time > self.cycle]
         return min(later) if later else None
 
-    def run(self, max_cycles: int = DEFAULT_CYCLE_LIMIT) -> RunResult:
+    def run(self, max_steps: int = DEFAULT_STEP_LIMIT) -> RunResult:
+        """Run to the end; an error once a process has decoded more than ``max_steps`` instructions."""
+        for counter in self.steps:
+            counter.limit = max_steps
         while any(proc.done_at is None for proc in self.processes):
             progress = self.step()
             self.simulated += 1
@@ -607,9 +612,6 @@ class HTSModel:
             for pid, reason in self._last_stalls.items():
                 self.processes[pid].count_stall(reason, advance)
             self.cycle += advance
-            if self.cycle > max_cycles:
-                raise HTSError(f"no end within {max_cycles} cycles (a loop that never exits?)",
-                               Location(self.processes[0].program.source))
         return self._result()
 
     def _result(self) -> RunResult:

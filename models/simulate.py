@@ -9,10 +9,10 @@
 """
 
 from hts.assembler import Program
-from hts.config import SystemConfig
+from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
 
 from .executor import ExecutionResult, run_sequential
-from .hts import DEFAULT_CYCLE_LIMIT, SCHEDULERS as CYCLE_SCHEDULERS, HTSModel, RunResult
+from .hts import SCHEDULERS as CYCLE_SCHEDULERS, HTSModel, RunResult
 from .memory import Memory
 from .timing import DeviceTiming, TableLatency
 from .trace import Trace
@@ -36,13 +36,15 @@ def naive_cycles(execution: ExecutionResult, programs: list[Program], config: Sy
 
 
 def simulate(config: SystemConfig, programs: list[Program], memory: Memory, scheduler: str = "hts",
-             timing: DeviceTiming | None = None, max_cycles: int = DEFAULT_CYCLE_LIMIT) -> RunResult:
+             timing: DeviceTiming | None = None, max_steps: int = DEFAULT_STEP_LIMIT) -> RunResult:
+    """``max_steps``: the instructions one process may execute before the run is given up,
+    on every scheduler (a loop that never exits)."""
     timing = timing or TableLatency()
     if scheduler in CYCLE_SCHEDULERS:
-        return HTSModel(config, programs, memory, timing, scheduler).run(max_cycles)
+        return HTSModel(config, programs, memory, timing, scheduler).run(max_steps)
     if scheduler not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {scheduler!r} (known: {', '.join(SCHEDULERS)})")
-    execution = run_sequential(programs, config, memory)
+    execution = run_sequential(programs, config, memory, max_steps)
     cycles, busy = naive_cycles(execution, programs, config, timing, interrupt=scheduler == "naive")
     cycles = max(cycles, 1)
     utilization = {acc.name: busy[i] / (acc.count * cycles) for i, acc in enumerate(config.accelerators)}

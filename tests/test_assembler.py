@@ -1,5 +1,7 @@
 """Assembler and disassembler: the paper's listings, every error check, round trips."""
 
+import dataclasses
+import re
 from importlib import resources
 
 import pytest
@@ -158,3 +160,62 @@ def test_disassembler_rejects_unknown_ids(default_config):
         disassemble(Program((Word(accel_id=0x80).encode(),)), default_config)
     with pytest.raises(SourceError, match="0xff is reserved"):
         disassemble(Program((Word(accel_id=0xFF).encode(),)), default_config)
+
+
+@pytest.mark.parametrize("distance,fits", [(-32768, True), (32767, True), (-40000, False), (32768, False)])
+def test_a_label_out_of_offset_reach_is_refused(default_config, distance, fits):
+    """Issue 15, defect 2: a jump 40,000 instructions back used to wrap to a wrong offset."""
+    config = dataclasses.replace(default_config, hts=dataclasses.replace(default_config.hts, program_words=65536))
+    filler = ["mov 0 0 r0 0 0 0 0"] * (abs(distance) - 1)
+    if distance < 0:
+        lines = ["far:", "mov 0 0 r0 0 0 0 0", *filler, "jump 0 0 far 0 0 0 0"]
+    else:
+        lines = ["jump 0 0 far 0 0 0 0", *filler, "far:", "mov 0 0 r0 0 0 0 0"]
+    if fits:
+        program = assemble("\n".join(lines), config, "far.s")
+        jump = next(word for word in program.decoded if word.opcode.name == "JUMP")
+        assert jump.offset == distance
+    else:
+        message = re.escape(f"label 'far' is {distance:+d} instructions away")
+        with pytest.raises(SourceError, match=rf"far\.s:\d+:\d+: {message}"):
+            assemble("\n".join(lines), config, "far.s")
+
+
+@pytest.mark.parametrize("separator", ["\f", "\u2028", "\x1c", "\v"])
+def test_a_comment_ends_only_at_a_line_end(default_config, separator):
+    """Issue 15, defect 9: ``str.splitlines`` ended a comment at a form feed or U+2028, so the
+    "commented-out" task after it was assembled, and later line numbers shifted."""
+    text = f"; old: {separator}real_fir 10 1 40 1 0 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\nbad\n"
+    with pytest.raises(SourceError) as info:
+        assemble(text, default_config, "sep.s")
+    assert [error.location.line for error in info.value.errors] == [3]
+    assert len(assemble(text.replace("bad\n", ""), default_config)) == 1
+
+
+def test_lines_end_at_lf_crlf_and_cr(default_config):
+    program = assemble("real_fir 10 1 40 1 0 0 0 0\r\nreal_fir 10 1 40 1 0 0 0 0\rreal_fir 10 1 40 1 0 0 0 0\n",
+                       default_config)
+    assert program.lines == (1, 2, 3)
+
+
+@pytest.mark.parametrize("token", ["0d" + "9" * 5000, "1" * 100_000])
+def test_a_huge_number_is_refused_briefly(default_config, token):
+    """Issue 15, defect 9: 5,000 decimal digits gave a ValueError traceback; 100,000 hex digits
+    were echoed in full."""
+    with pytest.raises(SourceError) as info:
+        assemble(f"real_fir {token} 1 40 1 0 0 0 0", default_config, "big.s")
+    message = str(info.value)
+    assert "big.s:1:10:" in message and "is too long for field A" in message
+    assert f"({len(token)} characters)" in message and len(message) < 200
+
+
+def test_an_oversized_source_is_refused_before_it_is_read(default_config, tmp_path):
+    """Issue 15, defect 9: a 50 MB source took 152 s and 5.5 GB before the size check."""
+    from hts.assembler import assemble_file, source_limit
+    limit = source_limit(default_config)
+    path = tmp_path / "huge.s"
+    path.write_text(";" * (limit + 1))
+    with pytest.raises(SourceError, match=rf"huge\.s: source of {limit + 1:,} characters is longer"):
+        assemble_file(path, default_config)
+    with pytest.raises(SourceError, match="is longer than any program"):
+        assemble(";" * (limit + 1), default_config, "text.s")

@@ -8,6 +8,8 @@ from importlib import resources
 
 import pytest
 
+from hts.isa import RESERVED_ACCEL_ID, Opcode, Word
+
 EXAMPLES = resources.files("hts.examples")
 
 
@@ -158,8 +160,29 @@ def test_run_refuses_an_unknown_scheduler():
 def test_run_stops_a_program_that_never_ends(tmp_path):
     src = tmp_path / "forever.s"
     src.write_text("top: real_fir 10 1 40 1 0 0 0 0\njump 0 0 top 0 0 0 0 0\n")
-    result = hts("run", src, "--max-cycles", "100000")
-    assert result.returncode == 1 and "no end within 100000 cycles" in result.stderr
+    result = hts("run", src, "--max-steps", "1000")
+    assert result.returncode == 1
+    assert "process 0 executed 1000 instructions without ending; the last 64 ran at pc 0..1 (lines 1..2)" \
+        in result.stderr
+
+
+@pytest.mark.parametrize("scheduler", ["hts", "sequential"])   # the cycle model, and the executor
+def test_the_default_limit_stops_a_spin_on_every_scheduler(tmp_path, scheduler):
+    """Issue 15, defect 5: a one-instruction endless loop ran for hours under ``hts run``."""
+    src = tmp_path / "spin.s"
+    src.write_text("spin: jump 0 0 spin 0 0 0 0\n")
+    result = hts("run", src, "--scheduler", scheduler)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert "executed 200000 instructions without ending" in result.stderr and "pc 0..0" in result.stderr
+
+
+def test_one_limit_for_every_scheduler(tmp_path):
+    """A finite program longer than the limit fails on every scheduler alike, and runs with a higher one."""
+    src = tmp_path / "long.s"
+    src.write_text("lbeg 0d3000 r1 0 0 0 0 0\nmov 0 0 r2 0 0 0 0\nlend 0 r1 0 0 0 0 0\n")
+    for scheduler in ("hts", "naive", "sequential"):
+        assert hts("run", src, "--scheduler", scheduler, "--max-steps", "5000").returncode == 1
+        assert hts("run", src, "--scheduler", scheduler, "--max-steps", "7000").returncode == 0
 
 
 def test_run_refuses_too_many_programs():
@@ -200,3 +223,68 @@ def test_bench_table_checks_every_benchmark(tmp_path):
     rows = json.loads(result.stdout)["rows"]
     assert len(rows) == 11 and all(row["memory_matches_sequential"] for row in rows)
     assert all(row["naive"] > row["hts"] for row in rows)
+
+
+@pytest.mark.parametrize("command", [
+    ["asm", "{src_hex}"],                                   # a source named .hex: the default output is itself
+    ["asm", "{src}", "-o", "{src}"],
+    ["run", "{src}", "--trace", "{src}"],
+    ["compare", "{src}", "--plot", "{src}"],
+    ["run", "{src}", "--trace", "{dir}"],
+    ["asm", "{src}", "-o", "{dir}"],
+])
+def test_an_output_over_an_input_or_a_directory_is_refused(tmp_path, command):
+    """Issue 15, defect 3: these overwrote the user's source (or gave a traceback) and exited 0."""
+    text = EXAMPLES.joinpath("paper_independent.s").read_text()
+    files = {"src": tmp_path / "a.s", "src_hex": tmp_path / "src.hex", "dir": tmp_path / "out"}
+    files["src"].write_text(text)
+    files["src_hex"].write_text(text)
+    files["dir"].mkdir()
+    before = {path: path.read_text() for path in tmp_path.iterdir() if path.is_file()}
+    result = hts(*(arg.format(**files) for arg in command), cwd=tmp_path)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "would overwrite the input" in result.stderr or "is a directory" in result.stderr
+    assert {path: path.read_text() for path in tmp_path.iterdir() if path.is_file()} == before
+    assert list(files["dir"].iterdir()) == []
+
+
+def test_a_negative_seed_is_a_usage_error():
+    """Issue 15, defect 9: ``--seed -1`` gave a numpy traceback."""
+    result = hts("run", benchmark("no_dependency"), "--seed", "-1")
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--seed: must be >= 0, got -1" in result.stderr
+
+
+def _image(path, words):
+    path.write_bytes(b"".join(Word(**fields).encode().to_bytes(16, "little") for fields in words))
+    return path
+
+
+@pytest.mark.parametrize("words,message", [
+    # An output region past the end of memory ran and wrote TM without a word.
+    ([dict(accel_id=0, a=0x10, b=1, c=0xFFFF, d=4)], "word 0: output region [0xffff, 0x10003) lies past the end"),
+    ([dict(accel_id=RESERVED_ACCEL_ID[Opcode.LEND], b=1)], "word 0: lend without lbeg"),   # an AssertionError
+    ([dict(accel_id=RESERVED_ACCEL_ID[Opcode.MOV], a=1, c=200)], "word 0: register r200 does not exist"),
+    # A jump before the start: "model deadlock ... a bug in the model" under hts.
+    ([dict(accel_id=0, a=0x10, b=1, c=0x40, d=1), dict(accel_id=RESERVED_ACCEL_ID[Opcode.JUMP], c=(-5) & 0xFFFF)],
+     "word 1: target -4 lies before the start of the program"),
+    ([dict(accel_id=0x7F)], "word 0: accelerator ID 0x7f is not in the configuration"),  # a KeyError
+])
+@pytest.mark.parametrize("command", ["run", "disasm"])
+def test_an_image_gets_every_check_a_source_gets(tmp_path, words, message, command):
+    """Issue 15, defect 4 (and 9: .bin errors named no word; disasm printed words that do not
+    assemble back): raw images skipped every check."""
+    result = hts(command, _image(tmp_path / "x.bin", words))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert f"x.bin: {message}" in result.stderr
+
+
+def test_config_refuses_a_function_that_does_not_exist_at_its_line(tmp_path):
+    """Issue 15, defect 9: it passed ``hts config``; only ``hts run`` refused it, with no line."""
+    cfg = tmp_path / "fn.yaml"
+    cfg.write_text("accelerators:\n  - {name: real_fir, latency: 921}\n  - {name: fir_b, latency: 600, function: nope}\n")
+    for command in (["config"], ["run", example("paper_independent.s")]):
+        result = hts(*command, "-c", cfg)
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+        assert "fn.yaml:3:43: accelerators[1].function: no accelerator function 'nope'" in result.stderr

@@ -122,3 +122,31 @@ def test_missing_file_is_a_config_error(tmp_path):
 def test_config_is_frozen(default_config):
     with pytest.raises(AttributeError):
         default_config.hts.window = 3
+
+
+@pytest.mark.parametrize("text,line", [
+    # Nine levels of nine-fold aliases took 60 s and 3.85 GB before a MemoryError traceback.
+    ("a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b]\n", 2),
+    ("a: &a [*a]\n", 1),                # a self-referencing alias gave a RecursionError traceback
+])
+def test_yaml_aliases_are_refused_with_their_line(text, line):
+    """Issue 15, defect 9: YAML alias bombs."""
+    with pytest.raises(ConfigError, match=rf"bomb\.yaml:{line}:\d+: not valid YAML: aliases"):
+        parse_config(text, "bomb.yaml")
+
+
+def test_a_memory_too_large_to_simulate_is_refused_at_its_key():
+    """Issue 15, defect 9: the largest legal sizes passed ``hts config``; ``hts run`` then
+    tried to allocate 16 GiB."""
+    text = textwrap.dedent("""\
+        memory:
+          block_words: 65536
+          blocks: 65536
+        accelerators:
+          - {name: real_fir, latency: 921}
+        hts:
+          tm_blocks: 65536
+        """)
+    with pytest.raises(ConfigError, match=r"big\.yaml:2:16: memory\.block_words: .* = 8,589,934,592 words "
+                                          r"\(32\.0 GiB\) is more than the simulators hold"):
+        parse_config(text, "big.yaml")

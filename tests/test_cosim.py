@@ -7,6 +7,7 @@ run in a job shares one simulator process, reset between runs.
 
 import dataclasses
 import json
+import os
 import random
 import subprocess
 import sys
@@ -22,7 +23,7 @@ from hts.cosim.fuzz import SYSTEMS, fuzz_job
 from hts.cosim.replay import replay
 from hts.cosim.run import build, cosimulate
 from hts.cosim.scoreboard import Job, RunSpec, score
-from hts.cosim.top import TOPLEVEL, CosimTop, ports
+from hts.cosim.top import CLOCKED, TOPLEVEL, CosimTop, ports
 from hts.cosim.views import view_reader
 from hts.errors import HTSError
 from hts.hdl import memory_tracker
@@ -183,3 +184,41 @@ def test_the_wrapper_refuses_a_port_it_cannot_parse():
     assert {name for _, _, name in ports(verilog)} >= {"cpu__load", "core_done", "events", "wake"}
     with pytest.raises(RuntimeError, match="not understood"):
         ports(verilog.replace("input [", "input signed [", 1))
+
+
+
+@pytest.mark.slow
+def test_two_cosims_started_together_on_an_empty_cache_both_succeed(tmp_path):
+    """Issue 15, defect 6: both failed (one make in one folder, no lock; g++ crashed, and one
+    cc1plus grew to 24 GB). Now one builds while the other waits for it. Slow: a build."""
+    env = {**os.environ, "HTS_COSIM_CACHE": str(tmp_path / "cache")}
+    program = str(BENCHMARK_FOLDER / "no_dependency.s")
+    runs = [subprocess.Popen([sys.executable, "-m", "hts", "cosim", program, "-c", "tiny", "--json"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [run.communicate(timeout=1800) for run in runs]
+    for run, (out, err) in zip(runs, results):
+        assert run.returncode == 0, err
+        assert json.loads(out)["match"] is True
+    builds = [err.count("[cosim] building the Verilator model") for _, err in results]
+    assert sorted(builds) == [0, 1]                 # built once, by one of them
+    assert len([path for path in (tmp_path / "cache").iterdir() if path.is_dir()]) == 1
+
+
+def test_a_build_cut_off_is_never_taken_for_finished(tmp_path, monkeypatch):
+    """A folder left without its stamp (an interrupted build) is built again from an empty folder."""
+    from hts.cosim import run as cosim_run
+    monkeypatch.setenv("HTS_COSIM_CACHE", str(tmp_path))
+    config = load_config("tiny")
+    folder = tmp_path / cosim_run.build_key(config, False, "")
+    folder.mkdir()
+    (folder / "leftover.o").write_text("half a build")
+    found = []
+
+    class Verilator:                  # records what the build folder holds when the compile starts
+        def build(self, build_dir, **_):
+            found.append(sorted(path.name for path in Path(build_dir).iterdir()))
+
+    monkeypatch.setattr("cocotb_tools.runner.get_runner", lambda name: Verilator())
+    assert build(config, progress=lambda message: None) == folder
+    assert found == [sorted([f"{CLOCKED}.sv", f"{TOPLEVEL}.v"])]
+    assert (folder / "built").read_text() == "ok\n"

@@ -35,7 +35,7 @@ def assert_sequentially_equivalent(config, programs, seed=0, schedulers=CYCLE_SC
     reference = run_sequential(programs, config, initial_memory(config, seed))
     expected_tasks = collections.Counter((t.pid, t.pc, t.data) for t in reference.tasks)
     for scheduler in schedulers:
-        result = simulate(config, programs, initial_memory(config, seed), scheduler, max_cycles=10**8)
+        result = simulate(config, programs, initial_memory(config, seed), scheduler)
         assert result.memory.digest() == reference.memory.digest(), scheduler
         assert collections.Counter(result.committed) == expected_tasks, scheduler
     return reference

@@ -225,7 +225,7 @@ def test_trace_schedule_keeps_exactly_the_committed_tasks(seed):
     programs = [assemble(text, config, f"seed{seed}_pid{pid}.s")
                 for pid, text in enumerate(random_programs(rng, config))]
     for scheduler in ("hts", "runtime"):
-        result = simulate(config, programs, initial_memory(config, seed), scheduler, max_cycles=10**8)
+        result = simulate(config, programs, initial_memory(config, seed), scheduler)
         schedule = trace_schedule(result, pc_label)
         committed = collections.Counter(pc_label(pid, pc) for pid, pc, _ in result.committed)
         assert collections.Counter(name.split("'")[0] for name in schedule.slots) == committed, scheduler

@@ -116,6 +116,7 @@ def search_layout(graph: TaskGraph, time_limit: float = DEFAULT_LAYOUT_TIME_LIMI
     model.Minimize(sum(added))
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.catch_sigint_signal = False      # Ctrl-C stays Python's: KeyboardInterrupt, files cleaned up
     solver.parameters.num_workers = 1
     if solver.Solve(model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return start

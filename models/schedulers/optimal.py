@@ -139,6 +139,7 @@ def optimal(graph: TaskGraph, machine: Machine, time_limit: float = DEFAULT_TIME
     _hint(model, options, start, end, heuristic)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = time_limit
+    solver.parameters.catch_sigint_signal = False      # Ctrl-C stays Python's: KeyboardInterrupt, files cleaned up
     solver.parameters.num_workers = workers
     status = solver.Solve(model)
     if status in (cp_model.INFEASIBLE, cp_model.MODEL_INVALID):
