@@ -605,7 +605,8 @@ def _named_files(args, names) -> list[str]:
     for name in names:
         value = getattr(args, name, None)
         files += value if isinstance(value, list) else [value]
-    return [str(path) for path in files if path is not None]
+    # A preset's name (``-c tiny``) names no file.
+    return [str(path) for path in files if path is not None and path not in PRESETS]
 
 
 def main(argv: list[str] | None = None) -> int:
