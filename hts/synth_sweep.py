@@ -32,7 +32,7 @@ SWEEPS = [
 def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
     """``config`` with ``key`` (``section.name``) set to ``value``, validated like a file."""
     raw = dataclasses.asdict(config)
-    del raw["source"]
+    del raw["source"], raw["marks"]           # where it came from, not what it sets
     # Optional keys left unset are None here, and a configuration file leaves them out.
     raw["accelerators"] = [{field: setting for field, setting in acc.items() if setting is not None}
                            for acc in raw["accelerators"]]
