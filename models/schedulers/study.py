@@ -1,7 +1,7 @@
 """How far HTS, HEFT and REFT are from optimal schedules: the study behind docs/results.md.
 
-Run ``python -m hts.models.schedulers.study``. It prints Markdown tables, writes a PNG of
-the mean ratios and shows progress on stderr. Every ratio is optimal makespan over the
+``python -m hts.gap_study`` runs it: Markdown tables, a PNG of the mean ratios, progress
+on stderr. Every ratio is optimal makespan over the
 scheduler's makespan, i.e. the scheduler's speedup over the optimal speedup (seed 004's
 measure), 1 meaning optimal. Means are taken over the graphs whose optimum CP-SAT proved
 and, for the HTS, that ran as exact programs (no dependence added by the layout).
@@ -18,8 +18,6 @@ and, for the HTS, that ran as exact programs (no dependence added by the layout)
    step, a GIN inference) on two instances per class.
 """
 
-import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable
@@ -27,7 +25,7 @@ from itertools import product
 
 from hts.assembler import assemble
 from hts.benchmarks import BENCHMARKS, audio_compression, source
-from hts.config import SystemConfig, load_config
+from hts.config import SystemConfig
 from hts.models.graphs import (
     TaskGraph, cholesky, cnn_training, erdos_renyi, gnn_chain, layer_by_layer, lu, program_graph, uniform_dag,
 )
@@ -37,10 +35,10 @@ from hts.models.simulate import simulate
 from .cycle_model import run_graph
 from .heft import heft
 from .machine import case_study_machine, machine_of_config, static_machine
-from .optimal import DEFAULT_TIME_LIMIT, optimal
+from .optimal import optimal
 from .reft import reft
 
-__all__ = ["layer_study", "benchmark_study", "generated_study", "main"]
+__all__ = ["layer_study", "layer_summary", "benchmark_study", "generated_study", "LAYERS", "PROBABILITIES"]
 
 LAYERS = (1, 2, 3, 5, 10)
 PROBABILITIES = (0.2, 0.5, 0.8)
@@ -139,60 +137,3 @@ def generated_study(seed: int, time_limit: float, base: SystemConfig, progress=s
                      "hts_over_optimal": round(_ratio(best.makespan, hts.makespan), 4)})
         _progress(progress, done, len(graphs), graph.name)
     return rows
-
-
-def _print_tables(summary: list[dict], benchmarks: list[dict], generated: list[dict]):
-    print("| layer-by-layer, 10 tasks | mean optimal/scheduler | graphs (optimum proven) | seed 004 |")
-    print("|---|---:|---:|---:|")
-    for row in summary:
-        paper = "" if row["seed_004"] is None else f"{row['seed_004']:.3f}"
-        print(f"| {row['what']} | {row['mean_ratio']:.3f} | {row['graphs']} | {paper} |")
-    print("\n| benchmark | tasks | HTS | HEFT | optimal | optimal/HTS |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for row in benchmarks:
-        proven = "" if row["proven"] else " (not proven)"
-        print(f"| {row['benchmark']} | {row['tasks']} | {row['hts']} | {row['heft']} | {row['optimal']}{proven} "
-              f"| {row['hts_over_optimal']:.3f} |")
-    print("\n| graph | tasks | HTS | HEFT | optimal | optimal/HTS | dependences added |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
-    for row in generated:
-        proven = "" if row["proven"] else " (not proven)"
-        print(f"| {row['graph']} | {row['tasks']} | {row['hts']} | {row['heft']} | {row['optimal']}{proven} "
-              f"| {row['hts_over_optimal']:.3f} | {row['extra_dependences']} |")
-
-
-def main(argv: list[str] | None = None) -> int:
-    from hts.plots import plot_gap_study
-    parser = argparse.ArgumentParser(prog="python -m hts.models.schedulers.study", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--per-cell", type=int, default=4,
-                        help=f"layer-by-layer graphs per (layers, p) cell, {len(LAYERS) * len(PROBABILITIES)} cells "
-                             "(default 4)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the first graph (default 0)")
-    parser.add_argument("--time-limit", type=float, default=DEFAULT_TIME_LIMIT,
-                        help=f"CP-SAT seconds per optimal schedule (default {DEFAULT_TIME_LIMIT:g})")
-    parser.add_argument("--plot", default="gap_study.png", help="PNG of the mean ratios (default gap_study.png)")
-    parser.add_argument("--json", action="store_true", help="print every row as one JSON object instead of tables")
-    args = parser.parse_args(argv)
-    base = load_config("default")
-    print("layer-by-layer graphs on M_PR, M_R and the static machine", file=sys.stderr)
-    layers = layer_study(args.per_cell, args.seed, args.time_limit, base)
-    print("the HTS paper's benchmarks on the default system", file=sys.stderr)
-    benchmarks = benchmark_study(base, args.time_limit)
-    print("generated graphs on two instances per class", file=sys.stderr)
-    generated = generated_study(args.seed, args.time_limit, base)
-    summary = layer_summary(layers)
-    bars = [(row["what"], row["mean_ratio"]) for row in summary]
-    bars += [(f"HTS / optimal: {row['benchmark']}", row["hts_over_optimal"]) for row in benchmarks]
-    bars += [(f"HTS / optimal: {row['graph']}", row["hts_over_optimal"]) for row in generated]
-    plot_gap_study(bars, args.plot, "Optimal makespan over each scheduler's (1 = optimal)")
-    if args.json:
-        print(json.dumps({"summary": summary, "layer_by_layer": layers, "benchmarks": benchmarks,
-                          "generated": generated, "plot": args.plot}))
-    else:
-        _print_tables(summary, benchmarks, generated)
-        print(f"\nplot: {args.plot}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
