@@ -248,7 +248,7 @@ def cmd_compare(args) -> int:
         schedules["naive"] = naive_schedule(runs["naive"], graph, config.timing.interrupt_latency, classes)
     schedules.update(offline)
     gantt = {name: str(plot.with_name(f"{plot.stem}_gantt_{name}.png")) for name in schedules}
-    check_outputs([plot, *gantt.values()], [*args.programs, args.config])
+    check_outputs([plot, *gantt.values()], _named_files(args, _INPUT_ARGS))
     with all_or_none():
         plot_compare(rows, plot, title)
         for name, schedule in schedules.items():
