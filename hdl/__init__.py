@@ -1,5 +1,5 @@
 """Amaranth RTL of the HTS and its accelerator shells.
 
 One component per hardware block, with the module name of its cycle model in
-``hts.models``; docs/hardware.md lists them and what is still to build (the top level).
+``hts.models``; ``hts.hdl.hts.HTS`` is the top level. docs/hardware.md describes them.
 """
