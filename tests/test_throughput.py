@@ -13,7 +13,6 @@ from hts.benchmarks import throughput
 from hts.benchmarks.throughput import (
     PROGRAMS, back_end_cycles_per_task, in_flight_limit, measure, program_text, shortest_class, task_times,
 )
-from hts.config import load_config
 from hts.errors import HTSError
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory
