@@ -18,6 +18,8 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
+from .primitives import lowest_set
+
 __all__ = ["AcceleratorStatus", "flat_instance", "instance_numbering", "occupy_layout"]
 
 
@@ -77,11 +79,8 @@ class AcceleratorStatus(wiring.Component):
         for class_index, acc in enumerate(config.accelerators):
             first = flat_instance(config, class_index, 0)
             busy = self.busy[first:first + acc.count]
-            m.d.comb += self.has_free[class_index].eq(~busy.all())
-            # Lowest free instance: the last assignment in a descending scan wins.
-            for instance in reversed(range(acc.count)):
-                with m.If(~busy[instance]):
-                    m.d.comb += self.free_instance[class_index].eq(instance)
+            m.d.comb += [self.has_free[class_index].eq(~busy.all()),
+                         self.free_instance[class_index].eq(lowest_set(~busy))]
             request = self.occupy[class_index]
             occupied += [request.valid & (request.instance == instance) for instance in range(acc.count)]
         m.d.sync += self.busy.eq(self.busy & ~self.release | Cat(*occupied))

@@ -115,10 +115,7 @@ State (registered, start of the cycle):
   of the cycle reads a TM block.
 """
 
-import operator
-from functools import reduce
-
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -127,6 +124,7 @@ from hts.isa import REGISTER_BITS, Cond
 
 from .decode import BranchKind, branch_layout, restore_layout
 from .layouts import record_register, region_layout
+from .primitives import encode, select, wire
 from .task_queue import fetch_pc_width
 
 __all__ = ["BranchUnit", "slot_layout"]
@@ -167,18 +165,6 @@ def _branch_taken(m: Module, cond, x, y, name: str) -> Signal:
         taken.eq(Cat(*(by_cond[c] for c in sorted(Cond, key=lambda c: c.value))).bit_select(Value.cast(cond), 1)),
     ]
     return taken
-
-
-def _wire(m: Module, value, name: str) -> Signal:
-    """``value`` as a named signal, so that every user shares one copy of its logic."""
-    wire = Signal(Value.cast(value).shape(), name=name)
-    m.d.comb += wire.eq(value)
-    return wire
-
-
-def _one_hot(choices, value_of) -> Value:
-    """``value_of(key)`` of the one chosen ``(chosen, key)`` pair, 0 if none (AND-OR)."""
-    return reduce(operator.or_, (Mux(chosen, value_of(key), 0) for chosen, key in choices), Const(0))
 
 
 class BranchUnit(wiring.Component):
@@ -241,11 +227,11 @@ class BranchUnit(wiring.Component):
         misprediction removes; returns the IDs mispredicted now and the removed slots."""
         spec_ids = self._spec_ids
         # Last cycle's mispredictions squash now: every slot under one goes, due or not.
-        killed = [_wire(m, self.valid[slot] & (entry.mask & self.squash).any(), f"killed_{slot}")
+        killed = [wire(m, self.valid[slot] & (entry.mask & self.squash).any(), f"killed_{slot}")
                   for slot, entry in enumerate(self.entries)]
         due, outcome = [], []
         for slot, entry in enumerate(self.entries):
-            due.append(_wire(m, self.valid[slot] & ~killed[slot] & ~self._searching[slot] & ~entry.waits.any()
+            due.append(wire(m, self.valid[slot] & ~killed[slot] & ~self._searching[slot] & ~entry.waits.any()
                              & (entry.timer == 0), f"due_{slot}"))
             data_word = self.read_data[slot]
             x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
@@ -253,7 +239,7 @@ class BranchUnit(wiring.Component):
         # A younger branch of a misprediction does not resolve (the squash removes it next
         # cycle). Every mispredicted ID counts, even one itself under an older one: whatever
         # it would hold back holds the older ID too.
-        mispredicted = _wire(m, Cat(*(due[slot] & outcome[slot] for slot in range(spec_ids))), "mispredicted")
+        mispredicted = wire(m, Cat(*(due[slot] & outcome[slot] for slot in range(spec_ids))), "mispredicted")
         m.d.comb += self.resolving.eq(Cat(*(is_due & ~(entry.mask & mispredicted).any()
                                             for is_due, entry in zip(due, self.entries))))
         resolving = self.resolving
@@ -284,12 +270,13 @@ class BranchUnit(wiring.Component):
                 self.pending[pid].eq(self.valid[own] | Cat(*speculated).any() | restore.valid),
             ]
             # One-hot selections (AND-OR, no priority chain): at most one per process.
-            restoring = [(mispredicting[slot] & self._belongs(slot, pid), slot) for slot in range(spec_ids)]
+            restoring = [mispredicting[slot] & self._belongs(slot, pid) for slot in range(spec_ids)]
+            speculated_entries = [self.entries[slot] for slot in range(spec_ids)]
             m.d.sync += [
-                restore.valid.eq(Cat(*(chosen for chosen, _ in restoring)).any()),
-                restore.slot.eq(_one_hot(restoring, lambda slot: slot)),
-                restore.mask.eq(_one_hot(restoring, lambda slot: self.entries[slot].mask) & ~self.confirm),
-                target.eq(_one_hot(restoring, lambda slot: self.entries[slot].target)),
+                restore.valid.eq(Cat(*restoring).any()),
+                restore.slot.eq(encode(restoring)),
+                restore.mask.eq(select(restoring, (entry.mask for entry in speculated_entries)) & ~self.confirm),
+                target.eq(select(restoring, (entry.target for entry in speculated_entries))),
             ]
             # The squash and the unspeculated branch never redirect together: the squash
             # removes that branch, the youngest of its process, before it can resolve.
@@ -324,7 +311,7 @@ class BranchUnit(wiring.Component):
                 here = new.speculated & (new.spec_id == slot)
             else:
                 here = ~new.speculated & (new.pid == slot - spec_ids)
-            allocated.append(_wire(m, new.valid & here, f"allocated_{slot}"))
+            allocated.append(wire(m, new.valid & here, f"allocated_{slot}"))
         m.d.sync += [
             self._searching.eq(Mux(register_read, 0, Cat(*allocated))),
             self.search_block.eq(arrival.block),
@@ -338,19 +325,19 @@ class BranchUnit(wiring.Component):
     def _retargeted(self, m: Module, block, name: str) -> tuple[Signal, Value]:
         """Whether this cycle's retarget moves ``block``, and where it goes."""
         tm, home = self.retarget_tm, self.retarget_home
-        hit = _wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
+        hit = wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
         return hit, Mux(hit, block - tm.base + home.base, block)
 
     def _update_slots(self, m: Module, killed, allocated, arrival):
         """Next state of every slot, its memory read, and whether TM is still read."""
         # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
         records = record_register(m, self.entries, "slot_records")
-        found = _wire(m, self.writers & ~self.broadcast, "found_writers")
+        found = wire(m, self.writers & ~self.broadcast, "found_writers")
         for slot, entry in enumerate(self.entries):
             searching = self._searching[slot]
-            waits_left = _wire(m, Mux(searching, found, entry.waits & ~self.broadcast), f"waits_left_{slot}")
+            waits_left = wire(m, Mux(searching, found, entry.waits & ~self.broadcast), f"waits_left_{slot}")
             live = self.valid[slot] & ~killed[slot]
-            wakes = _wire(m, live & (entry.waits.any() | searching) & ~waits_left.any(), f"wakes_{slot}")
+            wakes = wire(m, live & (entry.waits.any() | searching) & ~waits_left.any(), f"wakes_{slot}")
             staying = Signal(self._layout, name=f"staying_{slot}")
             m.d.comb += [staying.eq(entry), staying.waits.eq(waits_left),
                          staying.mask.eq(entry.mask & ~self.confirm)]

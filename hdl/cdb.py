@@ -19,13 +19,9 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .asr import instance_numbering
+from .primitives import popcount
 
 __all__ = ["CommonDataBus"]
-
-
-def fewer_than(bits, limit: int):
-    """Whether fewer than ``limit`` of ``bits`` are set (a population count and a compare)."""
-    return sum(bits[index] for index in range(len(bits))) < limit
 
 
 class CommonDataBus(wiring.Component):
@@ -82,7 +78,10 @@ class CommonDataBus(wiring.Component):
         for index in range(count):
             lower = (1 << index) - 1
             ahead = Mux(self.pending[index], ahead_of[index], self.pending | (taking & lower))
-            m.d.comb += self.grant[index].eq(holding[index] & fewer_than(ahead, self._width))
+            # A population count even for a width of 1, where "none ahead" would do: Yosys
+            # maps the count to carry chains, which on the default configuration cost 1,988
+            # LUT4s and 400 CCU2Cs against 3,715 LUT4s for the NOR.
+            m.d.comb += self.grant[index].eq(holding[index] & (popcount(ahead) < self._width))
             # Tickets leave but never overtake one another: keep the row to those staying.
             m.d.sync += ahead_of[index].eq(ahead & staying)
         m.d.sync += self.pending.eq(staying)

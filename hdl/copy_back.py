@@ -41,9 +41,6 @@ else frees the slot meanwhile: a copied entry has an empty mask, so no squash dr
 and its producer is done, so it is no retarget candidate.
 """
 
-import operator
-from functools import reduce
-
 from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
@@ -55,6 +52,7 @@ from hts.errors import ConfigError, Location
 from .accelerator import dma_signature, retarget_layout, word_address_width
 from .asr import instance_numbering
 from .layouts import region_layout
+from .primitives import index_set
 from .tlb import tlb_entry_layout
 
 __all__ = ["CopyBackEngine", "copyback_trace_layout", "retarget_trace_layout", "shell_view_layout"]
@@ -194,7 +192,8 @@ class CopyBackEngine(wiring.Component):
         m = Module()
         self._retarget(m)
         slot, finishing = self._copy(m)
-        m.d.comb += self.remove.eq(Mux(finishing, 1 << slot, 0) | Mux(self.retarget_valid, 1 << self.retarget_index, 0))
+        m.d.comb += self.remove.eq(index_set([finishing, self.retarget_valid], [slot, self.retarget_index],
+                                             len(self.remove)))
         return m
 
     def _retarget(self, m: Module):
@@ -212,14 +211,14 @@ class CopyBackEngine(wiring.Component):
             self.trace_retarget.home.eq(entry.home),
             self.trace_retarget.tm.eq(entry.tm_base),
         ]
-        still_computing = []
         for shell, retarget in zip(self.shells, self.shell_retarget):
-            still_computing.append(Mux(shell.busy & ~shell.writeback_started, 1 << shell.tag, 0))
             holds_producer = (shell.busy & (shell.tag == entry.producer)
                               | shell.delivered & (shell.delivered_tag == entry.producer))
             m.d.comb += [retarget.valid.eq(self.retarget_valid & holds_producer),
                          retarget.base.eq(entry.home.base)]
-        m.d.comb += self.retargetable_tags.eq(reduce(operator.or_, still_computing, self.queued_tags))
+        still_computing = [shell.busy & ~shell.writeback_started for shell in self.shells]
+        computing_tags = index_set(still_computing, (shell.tag for shell in self.shells), len(self.retargetable_tags))
+        m.d.comb += self.retargetable_tags.eq(self.queued_tags | computing_tags)
 
     def _copy(self, m: Module):
         """Start, data movement and finish of the copy in progress; returns its TLB slot and

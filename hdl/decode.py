@@ -21,6 +21,7 @@ from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, C
 from .gpr import COUNTER_PORT, GPRBank
 from .layouts import decoded_signature, entry_of, region_layout, tracker_entry_layout
 from .loop_stack import LoopStack, loop_frame_layout
+from .primitives import lowest_set
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
 
@@ -278,10 +279,8 @@ class Decode(wiring.Component):
             m.d.sync += faulted.bit_select(chosen, 1).eq(1)
 
         # ---- executing the instruction --------------------------------------------------
-        new_id = Signal(bits_for(hts.spec_ids))
-        for spec_id in reversed(range(hts.spec_ids)):
-            with m.If(free_ids[spec_id]):
-                m.d.comb += new_id.eq(spec_id)
+        new_id = Signal(bits_for(hts.spec_ids))     # the lowest free speculation ID
+        m.d.comb += new_id.eq(lowest_set(free_ids))
         allocated_ids = Signal(hts.spec_ids)
         new_mask = Signal(hts.spec_ids)
         next_skip = Signal.like(skip_depth[0])

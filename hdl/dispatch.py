@@ -17,10 +17,7 @@ shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole 
 in every station entry (hdl/layouts.py).
 """
 
-import operator
-from functools import reduce
-
-from amaranth.hdl import Array, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -28,6 +25,7 @@ from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
 from .layouts import entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
+from .primitives import index_set, oldest, popcount, select
 
 __all__ = ["DispatchArbiter", "dispatch_trace_layout"]
 
@@ -100,8 +98,7 @@ class DispatchArbiter(wiring.Component):
         m.d.comb += eligible.eq(self.offer_valid & self.has_free)
         # The tags of the eligible offers (distinct: each is a different task in flight).
         eligible_tags = Signal(tags)
-        m.d.comb += eligible_tags.eq(reduce(operator.or_, (Mux(eligible[c], 1 << self.offer_task[c].tag, 0)
-                                                           for c in classes)))
+        m.d.comb += eligible_tags.eq(index_set(eligible, (offer.tag for offer in self.offer_task), tags))
         # The rank every tag would have among the eligible offers: how many of them are
         # older. It is computed for all tags from the matrix rows as they are, and each
         # offer then picks its tag's rank: selecting an age row by tag instead costs a
@@ -109,10 +106,10 @@ class DispatchArbiter(wiring.Component):
         width = config.hts.dispatch_width
         ranks = [Signal(range(len(classes)), name=f"rank_{c}") for c in classes]
         if width == 1:
-            # Only "no older eligible offer" matters: an AND-OR per tag, no adder; the
+            # Only the oldest eligible tag matters: an AND-OR per tag, no adder; the
             # single grant is of rank 0, so ``ranks`` stay 0.
             first = Signal(tags)
-            m.d.comb += first.eq(Cat(*(~(row & eligible_tags).any() for row in self.older)))
+            m.d.comb += first.eq(Cat(*oldest(eligible_tags, self.older)))
             for c in classes:
                 m.d.comb += granted[c].eq(eligible[c] & first.bit_select(self.offer_task[c].tag, 1))
         else:
@@ -120,7 +117,7 @@ class DispatchArbiter(wiring.Component):
             # single-tag tracker still has a rank to index.
             tag_ranks = Signal(data.ArrayLayout(bits_for(tags), tags))
             for tag, row in enumerate(self.older):
-                m.d.comb += tag_ranks[tag].eq(sum(row & eligible_tags, start=0))
+                m.d.comb += tag_ranks[tag].eq(popcount(row & eligible_tags))
             for c in classes:
                 m.d.comb += [ranks[c].eq(tag_ranks[self.offer_task[c].tag]),
                              granted[c].eq(eligible[c] & (ranks[c] < width))]
@@ -136,9 +133,9 @@ class DispatchArbiter(wiring.Component):
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
             m.d.comb += [
                 in_slot.eq(Cat(*(granted[c] & (ranks[c] == slot) for c in classes))),
-                queued.eq(self._select(in_slot, self.offer_task)),
+                queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
-                event.instance.eq(self._select(in_slot, self.free_instance)),
+                event.instance.eq(select(in_slot, self.free_instance)),
                 *whole_task(event.task, queued, entry_of(self.tasks, queued.tag)),
             ]
 
@@ -150,9 +147,3 @@ class DispatchArbiter(wiring.Component):
             else:
                 m.d.comb += port.payload.eq(Array(event.task for event in self.trace)[ranks[c]])
         return m
-
-    @staticmethod
-    def _select(one_hot, values):
-        """The value whose bit of ``one_hot`` is set (zero if none): an AND-OR multiplexer."""
-        bits = [Value.cast(value) for value in values]
-        return reduce(operator.or_, (value & one_hot[i].replicate(len(value)) for i, value in enumerate(bits)))

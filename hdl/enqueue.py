@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout, whole_task
+from .primitives import index_set
 
 __all__ = ["Enqueue"]
 
@@ -85,7 +86,7 @@ class Enqueue(wiring.Component):
         own_tag = Signal(self._tags)
         squashed = self.occupied & (task.mask & self.squash).any()
         m.d.comb += [
-            own_tag.eq(Mux(self.occupied, 1 << task.tag, 0)),
+            own_tag.eq(index_set([self.occupied], [task.tag], self._tags)),
             self.query_reads.eq(task.reads),
             self.query_writes.eq(task.writes),
             self.queued_tags.eq(own_tag),

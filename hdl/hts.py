@@ -22,7 +22,7 @@ on the notification bus.
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -39,6 +39,7 @@ from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
 from .layouts import entry_of, overlaps
 from .memory_tracker import MemoryTracker
+from .primitives import index_set
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
 from .tlb import TaskLookupBuffer
@@ -89,11 +90,6 @@ def branch_read_signature(config: SystemConfig) -> wiring.Signature:
         "block": Out(data.ArrayLayout(config.widths.phys_block, slots)),
         "data": In(data.ArrayLayout(REGISTER_BITS, slots)),
     })
-
-
-def _tag_set(chosen, tags, count: int):
-    """One bit per tag: the ``tags[i]`` whose ``chosen[i]`` is set."""
-    return reduce(operator.or_, (Mux(bit, 1 << tag, 0) for bit, tag in zip(chosen, tags)), Const(0, count))
 
 
 class HTS(wiring.Component):
@@ -177,10 +173,10 @@ class HTS(wiring.Component):
                        & ~cdb.grant),
             cdb.abort.eq(aborted),
             asr.release.eq(cdb.grant | aborted),
-            broadcast.eq(_tag_set(cdb.grant, held_tags, tags)),
+            broadcast.eq(index_set(cdb.grant, held_tags, tags)),
             squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]),
                                enqueue.squashed_tags)),
-            released.eq(broadcast | squashed | _tag_set(aborted, held_tags, tags)),
+            released.eq(broadcast | squashed | index_set(aborted, held_tags, tags)),
         ]
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),

@@ -16,15 +16,14 @@ in the middle of runs and checks that the run after the reset matches the model,
 for cycle.
 """
 
-import operator
-from functools import reduce
-
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
+
+from .primitives import select
 
 __all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_task_layout",
            "decoded_signature",
@@ -102,7 +101,7 @@ def entry_of(entries, tag):
     width, which Yosys builds as a log-shifter over every bit of every element: the
     dispatch arbiter's look-up in the default's 16 tracker entries took 3,567 LUT4s that
     way and takes 667 as an AND-OR."""
-    selected = reduce(operator.or_, (Mux(tag == index, Value.cast(entry), 0) for index, entry in enumerate(entries)))
+    selected = select([tag == index for index in range(len(entries))], entries)
     element = entries.shape().elem_shape
     return element(selected) if isinstance(element, data.Layout) else selected
 

@@ -26,6 +26,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, record_register, region_layout, retargeted_ranges, tracker_entry_layout
+from .primitives import index_set, lowest_set, update_age_matrix
 
 __all__ = ["MemoryTracker"]
 
@@ -128,16 +129,13 @@ class MemoryTracker(wiring.Component):
             writers.append(live & overlaps(branch_region, entry.writes))
         m.d.comb += [self.depends.eq(Cat(*depends)), self.writers.eq(Cat(*writers))]
 
-        # Lowest free tag: the last assignment in a descending scan wins.
-        m.d.comb += self.has_free.eq(~self.valid.all())
-        for tag in reversed(range(count)):
-            with m.If(~self.valid[tag]):
-                m.d.comb += self.free_tag.eq(tag)
+        m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
 
         # Entries, ages and ``touches`` mean something only for valid tags: no reset (hdl/layouts.py).
         entries = record_register(m, self.entries, "entry_records")
         older = record_register(m, self.older, "older_records")
         allocated = Signal(count)
+        m.d.comb += allocated.eq(index_set([self.alloc], [self.free_tag], count))
         remaining = self.valid & ~self.release
         # The retarget is applied to the arriving entry and to each held one apart, so that
         # what it rewrites in held entries (for ``touches``) does not wait for decode.
@@ -150,14 +148,11 @@ class MemoryTracker(wiring.Component):
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
         self._update_touches(m, rewritten)
+        # The new task is younger than every task staying, and older than none. Written
+        # only in a cycle that allocates, so that the matrix's flip-flops take ``alloc``
+        # as their clock enable.
         with m.If(self.alloc):
-            m.d.comb += allocated.eq(1 << self.free_tag)
-            for tag in range(count):
-                # The new task is younger than every task staying, and older than none.
-                with m.If(self.free_tag == tag):
-                    m.d.sync += older[tag].eq(remaining)
-                with m.Else():
-                    m.d.sync += older[tag].eq(self.older[tag] & ~allocated)
+            update_age_matrix(m, older, allocated, [remaining] * count)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
 
@@ -196,7 +191,7 @@ class MemoryTracker(wiring.Component):
         """
         homes = list(self.tlb_homes)
         young, young_home = Signal(len(homes)), Signal.like(self.tlb_alloc_home)
-        m.d.sync += [young.eq(Mux(self.tlb_alloc, 1 << self.tlb_alloc_slot, 0)), young_home.eq(self.tlb_alloc_home)]
+        m.d.sync += [young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes))), young_home.eq(self.tlb_alloc_home)]
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
         touches = record_register(m, self.touches, "touch_records")
         for tag, entry in enumerate(self.entries):

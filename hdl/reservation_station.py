@@ -13,6 +13,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import queued_task_layout
+from .primitives import oldest, select
 from .window import AgeQueue
 
 __all__ = ["ReservationStation"]
@@ -53,9 +54,6 @@ class ReservationStation(AgeQueue):
 
     def _departures(self, m: Module, movable: list) -> list:
         ready = [can_move & ~entry.waits.any() for can_move, entry in zip(movable, self.entries)]
-        oldest_ready = [is_ready & ~self._older_than(index, ready).any() for index, is_ready in enumerate(ready)]
-        m.d.comb += self.offer_valid.eq(Cat(*ready).any())
-        for chosen, entry in zip(oldest_ready, self.entries):
-            with m.If(chosen):
-                m.d.comb += self.offer_task.eq(entry)
+        oldest_ready = oldest(ready, self.older)
+        m.d.comb += [self.offer_valid.eq(Cat(*ready).any()), self.offer_task.eq(select(oldest_ready, self.entries))]
         return [chosen & self.take for chosen in oldest_ready]

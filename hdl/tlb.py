@@ -12,16 +12,14 @@ accesses touch a slot's home (the tracker's ``touches``). TM space is a bump poi
 reset when the buffer is empty and nothing in flight still reads TM.
 """
 
-import operator
-from functools import reduce
-
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, record_register, region_layout
+from .primitives import encode, index_set, lowest_set, oldest, select, update_age_matrix, wire, youngest
 
 __all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
 
@@ -42,30 +40,6 @@ def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
     """What decode supplies for a new entry; the TLB adds its TM base, not yet produced."""
     return data.StructLayout({"pid": config.widths.pid, "home": region_layout(config),
                               "mask": config.hts.spec_ids, "producer": config.widths.tag})
-
-
-# With ``older[j]`` bit ``i`` set when slot ``i`` is older than slot ``j`` (never ``i`` =
-# ``j``: a row is written with the slots valid before its own), row ``i`` is the slots
-# older than ``i`` and column ``i`` the slots younger.
-
-def youngest(chosen: Signal, older) -> list[Value]:
-    """One bit per slot: in ``chosen`` with no younger slot in it."""
-    return [chosen[i] & ~(chosen & Cat(*(row[i] for row in older))).any() for i in range(len(chosen))]
-
-
-def oldest(chosen: Signal, older) -> list[Value]:
-    """One bit per slot: in ``chosen`` with no older slot in it."""
-    return [chosen[i] & ~(chosen & older[i]).any() for i in range(len(chosen))]
-
-
-def select(one_hot: list[Value], values) -> Value:
-    """The value whose bit is set in ``one_hot`` (at most one is), 0 if none: an AND-OR, no priority."""
-    return reduce(operator.or_, (Mux(bit, Value.cast(value), 0) for bit, value in zip(one_hot, values)))
-
-
-def encode(one_hot: list[Value]) -> Value:
-    """The index of the bit set in ``one_hot`` (at most one is), 0 if none."""
-    return reduce(operator.or_, (Mux(bit, index, 0) for index, bit in enumerate(one_hot)), Const(0))
 
 
 class TaskLookupBuffer(wiring.Component):
@@ -180,17 +154,14 @@ class TaskLookupBuffer(wiring.Component):
         retargeting = self._choose_for_copy_back(m)
         self._look_up(m, retargeting)
 
-        # Room: a free slot and TM left. The lowest free slot: the last assignment of a
-        # descending scan wins.
+        # Room: a free slot and TM left. The new entry goes to the lowest free slot.
+        allocating = Signal(count)                 # the slot written this cycle, if any
         m.d.comb += [
             self.has_room.eq(~self.valid.all() & (tm_base + self.alloc_blocks <= self._tm_blocks)),
             self.alloc_tm_base.eq(self._home_blocks + tm_base),
+            self.alloc_slot.eq(lowest_set(~self.valid)),
+            allocating.eq(index_set([self.alloc], [self.alloc_slot], count)),
         ]
-        for slot in reversed(range(count)):
-            with m.If(~self.valid[slot]):
-                m.d.comb += self.alloc_slot.eq(slot)
-        allocating = Signal(count)                 # the slot written this cycle, if any
-        m.d.comb += allocating.eq(Mux(self.alloc, 1 << self.alloc_slot, 0))
         m.d.sync += self._young.eq(allocating)
 
         # End of cycle: the new entry lands in its slot, then every entry (the new one
@@ -218,12 +189,8 @@ class TaskLookupBuffer(wiring.Component):
         # (its overlapping part, for ``shadowed``) and its column is cleared in every
         # other row. Bits of slots freed later go stale: every use ANDs with ``valid``.
         new_overlaps = Cat(*(overlaps(request.home, entry.home) for entry in self.entries))
-        for slot in range(count):
-            with m.If(allocating[slot]):
-                m.d.sync += [self.older[slot].eq(self.valid), self._shadowed[slot].eq(new_overlaps & self.valid)]
-            with m.Else():
-                m.d.sync += [self.older[slot].eq(self.older[slot] & ~allocating),
-                             self._shadowed[slot].eq(self._shadowed[slot] & ~allocating)]
+        update_age_matrix(m, self.older, allocating, [self.valid] * count)
+        update_age_matrix(m, self._shadowed, allocating, [new_overlaps & self.valid] * count)
 
         m.d.sync += tm_next.eq(tm_base + Mux(self.alloc, self.alloc_blocks, 0))
         return m
@@ -242,9 +209,7 @@ class TaskLookupBuffer(wiring.Component):
         offsets = [entry.tm_base - entry.home.base for entry in self.entries]
 
         def hits(region, name: str) -> Signal:
-            signal = Signal(self._count, name=name)
-            m.d.comb += signal.eq(Cat(*(valid & overlaps(home, region) for valid, home in zip(self.valid, homes))))
-            return signal
+            return wire(m, Cat(*(valid & overlaps(home, region) for valid, home in zip(self.valid, homes))), name)
 
         read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits")
         read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)

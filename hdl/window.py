@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import queued_task_layout
+from .primitives import index_set, oldest, popcount, select, update_age_matrix, wire
 
 __all__ = ["AgeQueue", "DispatchWindow"]
 
@@ -30,16 +31,6 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
         "confirm": In(hts.spec_ids),
         "broadcast": In(hts.tracker_entries),
     }
-
-
-def _count(bits):
-    """How many of ``bits`` (1-bit values) are set; 0 for none."""
-    return sum(bits, start=0)
-
-
-def _fewer_than(bits, limit: int):
-    """Fewer than ``limit`` bits of the value ``bits`` are set (no adder for a limit of 1)."""
-    return ~bits.any() if limit == 1 else _count(bits) < limit
 
 
 class AgeQueue(wiring.Component):
@@ -101,17 +92,13 @@ class AgeQueue(wiring.Component):
         """``(valid, record)`` pairs written into free slots, oldest first."""
         raise NotImplementedError
 
-    def _older_than(self, index: int, bits: list):
-        """Which of ``bits`` (one per slot) belong to entries older than slot ``index``'s."""
-        return Cat(*bits) & self.older[index]
-
     def elaborate(self, platform):
         m = Module()
         capacity = self._capacity
         valid = list(self.valid)
         squashed = [valid[index] & (entry.mask & self.squash).any() for index, entry in enumerate(self.entries)]
         m.d.comb += [
-            self.room.eq(capacity - _count(valid)),
+            self.room.eq(capacity - popcount(valid)),
             self.squashed_tags.eq(self._tag_set(squashed)),
             self.queued_tags.eq(self._tag_set(valid)),
         ]
@@ -123,16 +110,15 @@ class AgeQueue(wiring.Component):
 
     def _tag_set(self, selected: list):
         """One bit per tag: the tags of the selected entries."""
-        return Cat(*(Cat(*(chosen & (entry.tag == tag) for chosen, entry in zip(selected, self.entries))).any()
-                     for tag in range(self._tags)))
+        return index_set(selected, (entry.tag for entry in self.entries), self._tags)
 
     def _fill(self, m: Module, staying: list, arrivals: list):
         """Write the arrivals into the free slots, age them, and update every slot's record."""
         capacity = self._capacity
         free = [~bit for bit in self.valid]
         # The k-th valid arrival takes the k-th slot free at the start of the cycle.
-        free_below = [_count(free[:slot]) for slot in range(capacity)]
-        arrivals_before = [_count(arrival_valid for arrival_valid, _ in arrivals[:k]) for k in range(len(arrivals))]
+        free_below = [popcount(free[:slot]) for slot in range(capacity)]
+        arrivals_before = [popcount(arrival_valid for arrival_valid, _ in arrivals[:k]) for k in range(len(arrivals))]
         takes = [[Signal(name=f"slot_{slot}_takes_{k}") for k in range(len(arrivals))] for slot in range(capacity)]
         arriving = Signal(capacity)
         for slot in range(capacity):
@@ -150,12 +136,9 @@ class AgeQueue(wiring.Component):
                 with m.If(took):
                     m.d.comb += following.eq(record)
             m.d.sync += self.entries[slot].eq(following)
-            # An arrival is younger than every entry staying and than the arrivals before
-            # it; an entry staying is older than every arrival.
-            with m.If(arriving[slot]):
-                m.d.sync += self.older[slot].eq(Cat(*staying) | self._earlier_arrivals(takes, slot))
-            with m.Else():
-                m.d.sync += self.older[slot].eq(self.older[slot] & ~arriving)
+        # An arrival is younger than every entry staying and than the arrivals before it.
+        update_age_matrix(m, self.older, arriving,
+                          [Cat(*staying) | self._earlier_arrivals(takes, slot) for slot in range(capacity)])
         m.d.sync += self.valid.eq(Cat(*staying) | arriving)
 
     @staticmethod
@@ -210,6 +193,10 @@ class DispatchWindow(AgeQueue):
     def _arrivals(self) -> list:
         return [(self.append, self.append_task)]
 
+    def _older_than(self, index: int, bits: list):
+        """Which of ``bits`` (one per slot) belong to entries older than slot ``index``'s."""
+        return Cat(*bits) & self.older[index]
+
     def _departures(self, m: Module, movable: list) -> list:
         capacity, width, entries = self._capacity, self._width, self.entries
         # has_room[i]: the station of entry i still has room once the older tasks of its
@@ -224,21 +211,14 @@ class DispatchWindow(AgeQueue):
                 same_class_older = self._older_than(index, [movable[other] & (entries[other].accel_class
                                                                               == entry.accel_class)
                                                             for other in range(capacity)])
-                fits = _count(same_class_older) < room
+                fits = popcount(same_class_older) < room
             has_room.append(Signal(name=f"has_room_{index}"))
             m.d.comb += has_room[index].eq(movable[index] & fits)
         # Entry i goes if fewer than ``width`` older entries can; that number is its output position.
-        issued, position = [], []
-        for index in range(capacity):
-            older_going = self._older_than(index, has_room)
-            goes = Signal(name=f"issues_{index}")
-            m.d.comb += goes.eq(has_room[index] & _fewer_than(older_going, width))
-            issued.append(goes)
-            position.append(_count(older_going) if width > 1 else 0)
-
+        issued = [wire(m, goes, f"issues_{index}") for index, goes in enumerate(oldest(has_room, self.older, width))]
+        position = [popcount(self._older_than(index, has_room)) if width > 1 else 0 for index in range(capacity)]
         for output in range(width):
-            m.d.comb += self.issue_valid[output].eq(_count(has_room) > output)
-            for index in range(capacity):
-                with m.If(issued[index] & (position[index] == output)):
-                    m.d.comb += self.issue_task[output].eq(entries[index])
+            in_output = [goes & (at == output) for goes, at in zip(issued, position)]
+            m.d.comb += [self.issue_valid[output].eq(popcount(has_room) > output),
+                         self.issue_task[output].eq(select(in_output, entries))]
         return issued
