@@ -1,8 +1,10 @@
 """Randomized differential testing: random programs and latencies, RTL against the model.
 
 A fuzz case is a seed. It draws the programs of every process with ``hts.progen``: tasks
-over overlapping regions, nested loops, branches of every kind, several processes. It
-also draws the accelerators' latencies (``ScrambledLatency``) and the initial memory.
+over overlapping regions, nested loops, branches of every kind, several processes, each
+in its own window of memory, and register-indirect regions that sometimes leave it (a
+fault, or a stall on a wrong path). It also draws the accelerators' latencies
+(``ScrambledLatency``) and the initial memory.
 The systems are fixed, because each one is a Verilator build. They are small random
 systems from ``hts.progen.random_config``, chosen so that their structures fill up:
 :data:`SYSTEMS` names them.
@@ -13,9 +15,13 @@ import random
 
 from hts.assembler import assemble
 from hts.config import SystemConfig
-from hts.progen import random_config, random_programs
+from hts.progen import random_config, random_programs, random_windows
 
-__all__ = ["SYSTEMS", "fuzz_system", "fuzz_job"]
+__all__ = ["SYSTEMS", "fuzz_system", "fuzz_job", "WILD"]
+
+# The chance that a random program loads a base register with any block: about one case
+# in four then faults on its committed path.
+WILD = 0.05
 
 # name -> seed of hts.progen.random_config(seed, processes=2), and why that one.
 SYSTEMS = {
@@ -38,9 +44,10 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
     # `hts` commands that only list SYSTEMS quick.
     from .scoreboard import RunSpec
     rng = random.Random(seed)
+    windows = random_windows(rng, config)
     programs = tuple(assemble(text, config, f"fuzz{seed}_p{pid}.s")
-                     for pid, text in enumerate(random_programs(rng, config)))
-    return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed,
+                     for pid, text in enumerate(random_programs(rng, config, wild=WILD)))
+    return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed, windows=windows,
                    reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
 
 

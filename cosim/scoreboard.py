@@ -8,14 +8,15 @@ for event and cycle for cycle, its end cycle, and its final home memory with bot
 model's and the sequential executor's.
 """
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import SystemConfig
+from hts.config import SystemConfig, Window
 from hts.hdl.trace import canonical
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel, RunResult
-from hts.models.memory import Memory, initial_memory
+from hts.models.memory import Memory, initial_memory, outside_windows
 from hts.models.timing import ScrambledLatency, TableLatency
 
 from .replay import Stimulus
@@ -31,6 +32,11 @@ class RunSpec:
     seed: int = 0                       # initial memory and the CPU's load pauses
     scrambled_timing: int | None = None  # seed of a ScrambledLatency; None: the configured table
     reproduce: str = ""                 # the command that runs this case alone
+    windows: tuple[Window, ...] = ()    # per process, set through the CPU port; () keeps the job's
+
+    def system(self, config: SystemConfig) -> SystemConfig:
+        """The job's system with this run's windows (the RTL build does not depend on them)."""
+        return dataclasses.replace(config, windows=self.windows) if self.windows else config
 
     def timing(self, config: SystemConfig):
         return TableLatency() if self.scrambled_timing is None else ScrambledLatency(self.scrambled_timing)
@@ -39,7 +45,8 @@ class RunSpec:
         return initial_memory(config, self.seed)
 
     def reference(self, config: SystemConfig) -> RunResult:
-        return HTSModel(config, list(self.programs), self.initial_memory(config), self.timing(config)).run()
+        system = self.system(config)
+        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system)).run()
 
 
 @dataclass(frozen=True)
@@ -93,16 +100,20 @@ def score(config: SystemConfig, spec: RunSpec, reference: RunResult, events: lis
           memory: Memory, faults: list, wakes: int, wall_s: float) -> RunOutcome:
     """The verdict on one RTL run against the model's ``reference`` and the sequential executor."""
     expected = canonical([event.as_dict() for event in reference.trace.events])
-    sequential = run_sequential(list(spec.programs), config, spec.initial_memory(config)).memory
+    sequential = run_sequential(list(spec.programs), spec.system(config), spec.initial_memory(config)).memory
     difference = first_difference(expected, events)
     if difference is None and cycles != reference.cycles:
         difference = f"the RTL ended in cycle {cycles}, the model in cycle {reference.cycles}"
-    if difference is None and faults:
-        difference = f"the RTL reported faults (cycle, pid, pc) {faults} that the model did not"
+    expected_faults = [(f.cycle, f.pid, f.pc, f.cause.name) for f in reference.faults]
+    if difference is None and faults != expected_faults:
+        difference = f"the CPU port reported faults (cycle, pid, pc, cause) {faults}, the model {expected_faults}"
     if difference is None and not (memory.home == reference.memory.home).all():
         difference = "home memory differs from the model's"
     if difference is None and not (memory.home == sequential.home).all():
         difference = "home memory differs from the sequential executor's"
+    outside = outside_windows(spec.system(config))
+    if difference is None and not (memory.home[outside] == spec.initial_memory(config).home[outside]).all():
+        difference = "home memory outside every process's window changed"
     return RunOutcome(name=spec.name, match=difference is None, difference=difference, cycles=cycles,
                       model_cycles=reference.cycles, memory_digest=memory.digest(), reproduce=spec.reproduce,
                       wall_s=wall_s, wakes=wakes, events=len(events), faults=faults)

@@ -44,6 +44,7 @@ from amaranth.lib import data
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
+from hts.config import SystemConfig
 from hts.hdl.asr import instance_numbering
 from hts.isa import REGISTER_BITS
 from hts.hdl.hts import branch_read_signature, cpu_signature
@@ -67,7 +68,7 @@ class RTLRun:
     events: list[dict]
     cycles: int | None            # the model's ``RunResult.cycles`` (last end + 1); None if it never ended
     memory: Memory
-    faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc)
+    faults: list[tuple[int, int, int, str]] = field(default_factory=list)   # (cycle, pid, pc, cause)
     wakes: int = 0                # cycles in which Python looked
     observed: list[tuple[int, int]] = field(default_factory=list)   # (cycle, events) where wake was high
 
@@ -95,6 +96,7 @@ class TB:
         self.read_trace = view_reader(trace_layout(config))
         cpu = cpu_signature(config).members
         self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
+        self.window_layout = cpu["window"].shape
         self.read_fault = view_reader(cpu["fault"].shape)
         reads = branch_read_signature(config).members
         self.read_blocks = view_reader(reads["block"].shape)
@@ -110,7 +112,7 @@ class TB:
     async def reset(self):
         dut = self.dut
         await FallingEdge(dut.clk)      # a run ends in a read-only phase
-        for port in ("cpu__load", "cpu__length", "cpu__start", "branch_read__data", "core_done", "core_writeback",
+        for port in ("cpu__load", "cpu__length", "cpu__window", "cpu__start", "branch_read__data", "core_done", "core_writeback",
                      "copyback_tm__rvalid", "copyback_tm__rdata", "copyback_home__rvalid", "copyback_home__rdata"):
             self._put(port, 0)
         self._put("copyback_tm__ready", 1)
@@ -120,10 +122,14 @@ class TB:
             await FallingEdge(dut.clk)
         self._put("rst", 0)
 
-    async def load(self, programs, rng: random.Random, pause: float):
-        """Write every program through the CPU port, pausing at random, then pulse ``start``."""
+    async def load(self, programs, system: SystemConfig, rng: random.Random, pause: float):
+        """Write every program, and its window in ``system``, through the CPU port, pausing
+        at random; then pulse ``start``."""
         dut = self.dut
         for pid, program in enumerate(programs):
+            window = system.window(pid)
+            self._put("cpu__window", _pack(self.window_layout, {"valid": 1, "pid": pid, "base": window.base,
+                                                                "blocks": window.blocks}))
             self._put("cpu__length", _pack(self.length_layout, {"valid": 1, "pid": pid, "words": len(program)}))
             for addr, word in enumerate(program.words):
                 while rng.random() < pause:
@@ -133,6 +139,7 @@ class TB:
                           | word << self.load_layout["word"].offset)
                 await FallingEdge(dut.clk)
                 self._put("cpu__length", 0)
+                self._put("cpu__window", 0)
         self._put("cpu__load", 0)
         self._put("cpu__start", (1 << len(programs)) - 1)
         await FallingEdge(dut.clk)
@@ -193,7 +200,7 @@ class TB:
                 tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
                 fault = self.read_fault(int(dut.cpu__fault.value))
                 if fault.valid:
-                    result.faults.append((cycle, fault.pid, fault.pc))
+                    result.faults.append((cycle, fault.pid, fault.pc, fault.cause.name))
                 self._accelerators(cycle, running, programs, timing)
             else:
                 tm_answer = None
@@ -287,7 +294,7 @@ async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     reference = spec.reference(job.config)
     memory = spec.initial_memory(job.config)
     await tb.reset()
-    await tb.load(spec.programs, random.Random(spec.seed), job.load_pause)
+    await tb.load(spec.programs, spec.system(job.config), random.Random(spec.seed), job.load_pause)
     started, start_step = time.perf_counter(), get_sim_time()
     rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
     wall_s = time.perf_counter() - started

@@ -16,10 +16,11 @@ from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, Instruction, Opcode
+from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, FaultCause, Instruction, Opcode
 
 from .gpr import COUNTER_PORT, GPRBank
-from .layouts import decoded_signature, entry_of, region_layout, tracker_entry_layout
+from .layouts import (decoded_signature, entry_of, fault_layout, region_layout, tracker_entry_layout, window_layout,
+                      window_request_layout)
 from .loop_stack import LoopStack, loop_frame_layout
 from .primitives import lowest_set
 from .task_queue import fetch_pc_width
@@ -41,7 +42,7 @@ class Stall(enum.Enum, shape=4):
     SPECULATIVE_FAULT = 8
     TLB_CONFLICT = 9
     TLB_FULL = 10
-    FAULT = 11          # a committed-path task names memory past the end: the process stops
+    FAULT = 11          # a committed-path access leaves the process's window: the process stops
 
 
 class BranchKind(enum.Enum, shape=2):
@@ -122,8 +123,15 @@ class Decode(wiring.Component):
       the trace's ``decode`` event): the task decoded, tag and tracker entry included;
     - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
     - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
-    - ``fault`` (out): valid, pid, pc of a committed-path task whose indirect region
-      lies past the end of memory (the model raises an error there).
+    - ``fault`` (out, :func:`hts.hdl.layouts.fault_layout`, combinational): a process
+      stops at the instruction at its head, on its committed path, because it touches
+      memory outside its window (a task's region or a memory branch's block). It decodes
+      nothing more and counts as drained. On a wrong path the same access stalls
+      (``Stall.SPECULATIVE_FAULT``) until its branches resolve.
+    - ``set_window`` (in, from the CPU port, :func:`hts.hdl.layouts.window_request_layout`):
+      a process's window, registered; reset: all of home memory.
+    - ``tlb_pid`` (out, to the TLB): the process decoding, whose speculative copies alone
+      its look-ups may use.
     """
 
     def __init__(self, config: SystemConfig):
@@ -168,7 +176,9 @@ class Decode(wiring.Component):
             "enqueue": Out(decoded_signature(config)),
             "branch": Out(branch_layout(config)),
             "stall": Out(data.ArrayLayout(Stall, processes)),
-            "fault": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
+            "fault": Out(fault_layout(config)),
+            "set_window": In(window_request_layout(config)),
+            "tlb_pid": Out(widths.pid),
         })
         # Per-process architectural state; public so that the CPU port can read it back.
         self.gprs = [GPRBank(config) for _ in range(processes)]
@@ -195,7 +205,8 @@ class Decode(wiring.Component):
         reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
         for pid in range(processes):
             drained = self.drained[pid]
-            m.d.comb += drained.eq(self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0))
+            m.d.comb += drained.eq(self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0)
+                                   | faulted[pid])
             with m.If(self.done[pid]):
                 m.d.comb += reason[pid].eq(Stall.DONE)
             with m.Elif(faulted[pid]):
@@ -233,11 +244,13 @@ class Decode(wiring.Component):
 
         # ---- task planning -------------------------------------------------------------
         plan_stall = Signal(Stall)
-        regions = self._task_regions(m, word, r_a, r_c)
-        home_reads, home_writes, out_of_memory = regions
+        home_reads, home_writes = self._task_regions(m, word, r_a, r_c)
+        cause = self._access_fault(m, opcode, word, r_a, r_c, self._windows(m)[chosen])
+        fault_stall = Mux(mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
         reads = Signal.like(home_reads)
         speculative_output = (mask != 0) & (word.d != 0)
         m.d.comb += [
+            self.tlb_pid.eq(chosen),
             self.tlb_read_region.eq(home_reads),
             self.tlb_write_region.eq(home_writes),
             self.tlb_alloc_blocks.eq(word.d),
@@ -245,21 +258,12 @@ class Decode(wiring.Component):
         ]
         with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
             m.d.comb += reads.base.eq(self.tlb_read_tm_base)
-        with m.If(~self.window_has_room):
-            m.d.comb += plan_stall.eq(Stall.WINDOW_FULL)
-        with m.Elif(~self.tracker_has_free):
-            m.d.comb += plan_stall.eq(Stall.TRACKER_FULL)
-        with m.Elif(out_of_memory):
-            m.d.comb += plan_stall.eq(Mux(mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT))
-        with m.Elif((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact):
-            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
-        with m.Elif(speculative_output & ~self.tlb_has_room):
-            m.d.comb += plan_stall.eq(Stall.TLB_FULL)
-        with m.Elif(~speculative_output & (word.d != 0) & self.tlb_write_hit):
-            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
-
-        is_task = (opcode == Opcode.TASK) & ~skipping
-        stalled = any_chosen & is_task & (plan_stall != Stall.NONE)
+        with m.If(opcode == Opcode.TASK):
+            self._plan_task(m, word, plan_stall, cause, fault_stall, speculative_output)
+        with m.Elif(cause != FaultCause.NONE):             # a memory branch stalls only on a fault
+            m.d.comb += plan_stall.eq(fault_stall)
+        planned = ((opcode == Opcode.TASK) | (opcode == Opcode.IF)) & ~skipping
+        stalled = any_chosen & planned & (plan_stall != Stall.NONE)
         decoding = any_chosen & ~stalled
 
         writes = Signal.like(home_writes)
@@ -275,7 +279,8 @@ class Decode(wiring.Component):
             with m.Elif(stalled):
                 m.d.comb += self.stall[pid].eq(plan_stall)
         with m.If(stalled & (plan_stall == Stall.FAULT)):
-            m.d.comb += [self.fault.valid.eq(1), self.fault.pid.eq(chosen), self.fault.pc.eq(head.pc)]
+            m.d.comb += [self.fault.valid.eq(1), self.fault.pid.eq(chosen), self.fault.pc.eq(head.pc),
+                         self.fault.cause.eq(cause)]
             m.d.sync += faulted.bit_select(chosen, 1).eq(1)
 
         # ---- executing the instruction --------------------------------------------------
@@ -400,17 +405,61 @@ class Decode(wiring.Component):
                         m.d.comb += opcode.eq(op)
         return opcode
 
+    def _plan_task(self, m: Module, word, plan_stall, cause, fault_stall, speculative_output):
+        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order."""
+        with m.If(~self.window_has_room):
+            m.d.comb += plan_stall.eq(Stall.WINDOW_FULL)
+        with m.Elif(~self.tracker_has_free):
+            m.d.comb += plan_stall.eq(Stall.TRACKER_FULL)
+        with m.Elif(cause != FaultCause.NONE):
+            m.d.comb += plan_stall.eq(fault_stall)
+        with m.Elif((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact):
+            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
+        with m.Elif(speculative_output & ~self.tlb_has_room):
+            m.d.comb += plan_stall.eq(Stall.TLB_FULL)
+        with m.Elif(~speculative_output & (word.d != 0) & self.tlb_write_hit):
+            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
+
     def _task_regions(self, m: Module, word, r_a, r_c):
-        """Home regions of the task at the head, and whether an indirect one is off the end."""
+        """Home regions of the task at the head (bases cut to the physical width: a region
+        that does not fit its window faults before it reaches any structure)."""
         region = region_layout(self._config)
         home_reads, home_writes = Signal(region, name="home_reads"), Signal(region, name="home_writes")
-        in_base = Mux(word.k.task.indirect, r_a, word.a)
-        out_base = Mux(word.k.task.indirect, r_c, word.c)
-        blocks = self._config.memory.blocks
-        out_of_memory = word.k.task.indirect & ((r_a + word.b > blocks) | (r_c + word.d > blocks))
-        m.d.comb += [home_reads.base.eq(in_base), home_reads.blocks.eq(word.b),
-                     home_writes.base.eq(out_base), home_writes.blocks.eq(word.d)]
-        return home_reads, home_writes, out_of_memory
+        m.d.comb += [home_reads.base.eq(self._base(word, r_a, word.a)), home_reads.blocks.eq(word.b),
+                     home_writes.base.eq(self._base(word, r_c, word.c)), home_writes.blocks.eq(word.d)]
+        return home_reads, home_writes
+
+    @staticmethod
+    def _base(word, register, field):
+        """A task's region base, whole (32 bits when read from a GPR)."""
+        return Mux(word.k.task.indirect, register, field)
+
+    def _windows(self, m: Module):
+        """Every process's window, written by the CPU port (the end computed at the write)."""
+        processes = self._config.hts.processes
+        whole = {"base": 0, "end": self._config.memory.blocks}
+        windows = Signal(data.ArrayLayout(window_layout(self._config), processes), init=[whole] * processes)
+        request = self.set_window
+        with m.If(request.valid):
+            m.d.sync += [windows[request.pid].base.eq(request.base),
+                         windows[request.pid].end.eq(request.base + request.blocks)]
+        return windows
+
+    def _access_fault(self, m: Module, opcode, word, r_a, r_c, window) -> Signal:
+        """Why the head's access leaves ``window``: a task's input or output region, or a
+        memory branch's block (``FaultCause.NONE`` if it stays inside)."""
+        def outside(base, blocks):
+            return (blocks != 0) & ((base < window.base) | (base + blocks > window.end))
+
+        cause = Signal(FaultCause)
+        with m.If(opcode == Opcode.TASK):
+            with m.If(outside(self._base(word, r_a, word.a), word.b)):
+                m.d.comb += cause.eq(FaultCause.INPUT)
+            with m.Elif(outside(self._base(word, r_c, word.c), word.d)):
+                m.d.comb += cause.eq(FaultCause.OUTPUT)
+        with m.Elif((opcode == Opcode.IF) & word.k.branch.memory & outside(word.a, 1)):
+            m.d.comb += cause.eq(FaultCause.BRANCH)
+        return cause
 
     def _decode_task(self, m, chosen, head, word, mask, reads, writes, home_writes, speculative_output):
         config = self._config

@@ -37,7 +37,7 @@ from .copy_back import CopyBackEngine
 from .decode import Decode, Stall
 from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
-from .layouts import entry_of, overlaps
+from .layouts import entry_of, fault_layout, overlaps, window_request_layout
 from .memory_tracker import MemoryTracker
 from .primitives import index_set
 from .reservation_station import ReservationStation
@@ -62,9 +62,13 @@ def cpu_signature(config: SystemConfig) -> wiring.Signature:
     - ``running`` (in): per process, started and not yet ended;
     - ``ended`` (in): per process, a one-cycle pulse when it ends: every task done and
       every speculative result home (the paper's notification bus; the model's ``end``);
-    - ``fault`` (in): ``valid``, ``pid``, ``pc`` of a task on the committed path whose
-      indirect region lies past the end of memory. The process stops there and never
-      ends (the model reports the same as an error at the source line).
+    - ``window`` (out, :func:`hts.hdl.layouts.window_request_layout`): ``valid``, ``pid``,
+      ``base``, ``blocks``: the home blocks the process may touch, set before its start
+      (reset: all of home memory);
+    - ``fault`` (in, :func:`hts.hdl.layouts.fault_layout`): ``valid``, ``pid``, ``pc``,
+      ``cause``, for one cycle: the process stopped at that instruction of its committed
+      path, which touches memory outside its window. Its older tasks finish, then it
+      ends as if drained (the model reports the fault as an error at the source line).
     """
     hts, widths = config.hts, config.widths
     return wiring.Signature({
@@ -73,7 +77,8 @@ def cpu_signature(config: SystemConfig) -> wiring.Signature:
         "start": Out(hts.processes),
         "running": In(hts.processes),
         "ended": In(hts.processes),
-        "fault": In(data.StructLayout({"valid": 1, "pid": widths.pid, "pc": widths.pc})),
+        "window": Out(window_request_layout(config)),
+        "fault": In(fault_layout(config)),
     })
 
 
@@ -247,6 +252,7 @@ class HTS(wiring.Component):
             trace.retarget.eq(copy_back.trace_retarget),
             trace.copyback.eq(copy_back.trace_copyback),
             trace.dispatch.eq(arbiter.trace),
+            trace.fault.eq(decode.fault),
             trace.decode.valid.eq(decode.enqueue.valid),
             trace.decode.task.eq(decode.enqueue.task),
             trace.enqueue.valid.eq(enqueue.append),
@@ -348,6 +354,7 @@ class HTS(wiring.Component):
             cpu.ended.eq(retiring),
             cpu.fault.eq(decode.fault),
             decode.start.eq(cpu.start),
+            decode.set_window.eq(cpu.window),
             # An ending process is done in its end cycle already, as in the model.
             decode.done.eq(~active | retiring),
             decode.blocked.eq(branch_unit.blocked),
@@ -371,6 +378,7 @@ class HTS(wiring.Component):
             tracker.alloc.eq(decode.tracker_alloc),
             tracker.alloc_entry.eq(decode.tracker_alloc_entry),
             # TLB: decode's look-ups and allocation.
+            tlb.lookup_pid.eq(decode.tlb_pid),
             tlb.read_region.eq(decode.tlb_read_region),
             tlb.write_region.eq(decode.tlb_write_region),
             tlb.branch_block.eq(decode.tlb_branch_block),

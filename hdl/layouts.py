@@ -21,12 +21,12 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
 
 from hts.config import SystemConfig
-from hts.isa import FIELDS
+from hts.isa import FIELDS, FaultCause
 
 from .primitives import select
 
 __all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_task_layout",
-           "decoded_signature",
+           "decoded_signature", "window_layout", "window_request_layout", "fault_layout",
            "whole_task", "entry_of", "overlaps", "retargeted_ranges", "record_register"]
 
 
@@ -34,6 +34,23 @@ def region_layout(config: SystemConfig) -> data.StructLayout:
     """A memory region: physical first block (TM blocks sit above home) and a block count."""
     widths = config.widths
     return data.StructLayout({"base": widths.phys_block, "blocks": widths.region_blocks})
+
+
+def window_layout(config: SystemConfig) -> data.StructLayout:
+    """A process's window of home memory, blocks ``[base, end)``."""
+    width = config.widths.home_end
+    return data.StructLayout({"base": width, "end": width})
+
+
+def window_request_layout(config: SystemConfig) -> data.StructLayout:
+    """The CPU setting process ``pid``'s window to ``blocks`` blocks from ``base``."""
+    width = config.widths.home_end
+    return data.StructLayout({"valid": 1, "pid": config.widths.pid, "base": width, "blocks": width})
+
+
+def fault_layout(config: SystemConfig) -> data.StructLayout:
+    """A process stopping at ``pc`` of its committed path, and why."""
+    return data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc, "cause": FaultCause})
 
 
 def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:

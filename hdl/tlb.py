@@ -47,16 +47,19 @@ class TaskLookupBuffer(wiring.Component):
 
     Look-ups for decode (combinational, start-of-cycle state):
 
+    - ``lookup_pid`` (in): the process decoding. Its look-ups use its own entries only:
+      another process's copy may be speculative.
     - ``read_region`` (in): a task's input. ``read_hit`` (out): some entry overlaps it;
-      ``read_exact`` (out): the youngest overlapping entry maps exactly that region, and
-      ``read_tm_base`` (out) is where its TM copy starts. Hit but not exact: decode stalls
-      (``tlb_conflict``).
+      ``read_exact`` (out): the youngest overlapping entry is the process's own and maps
+      exactly that region, and ``read_tm_base`` (out) is where its TM copy starts. Hit
+      but not exact: decode stalls (``tlb_conflict``).
     - ``write_region`` (in): a non-speculative task's output; ``write_hit`` (out): some
       entry overlaps it (decode stalls until it is copied home).
     - ``branch_block`` (in): the block a memory branch reads; ``branch_phys`` (out): where
-      its current value is after this cycle's retarget (the youngest covering entry's TM
-      block, or itself: also when that entry is the one retargeted now, whose TM blocks
-      the retarget sends home; no older entry overlaps a retargeted one).
+      its current value for the process after this cycle's retarget (the TM block of the
+      youngest of its own entries covering it, or itself: also when that entry is the one
+      retargeted now, whose TM blocks the retarget sends home; no older entry overlaps a
+      retargeted one).
     - ``alloc_blocks`` (in): size of a speculative output; ``has_room`` (out): a free
       slot and that many TM blocks left; ``alloc_tm_base`` (out): where it would go;
       ``alloc_slot`` (out, also to the memory tracker): the lowest free slot, where it
@@ -106,6 +109,7 @@ class TaskLookupBuffer(wiring.Component):
         entry, region = tlb_entry_layout(config), region_layout(config)
         index = bits_for(count)
         super().__init__({
+            "lookup_pid": In(config.widths.pid),
             "read_region": In(region),
             "read_hit": Out(1),
             "read_exact": Out(1),
@@ -207,18 +211,20 @@ class TaskLookupBuffer(wiring.Component):
         homes = [entry.home for entry in self.entries]
         tm_bases = [entry.tm_base for entry in self.entries]
         offsets = [entry.tm_base - entry.home.base for entry in self.entries]
+        own = wire(m, Cat(*(entry.pid == self.lookup_pid for entry in self.entries)), "own_entries")
 
         def hits(region, name: str) -> Signal:
             return wire(m, Cat(*(valid & overlaps(home, region) for valid, home in zip(self.valid, homes))), name)
 
-        read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits")
+        read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits") & own
         read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)
         read_home = Signal.like(self.read_region)
         branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
             read_home.eq(select(read_entry, homes)),
             self.read_hit.eq(read_hits.any()),
-            self.read_exact.eq(self.read_hit & (read_home.as_value() == self.read_region.as_value())),
+            self.read_exact.eq(self.read_hit & (Cat(*read_entry) & own).any()
+                               & (read_home.as_value() == self.read_region.as_value())),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
             self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),

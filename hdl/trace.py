@@ -24,13 +24,13 @@ from .asr import instance_numbering
 from .copy_back import copyback_trace_layout, retarget_trace_layout
 from .decode import BranchKind
 from .dispatch import dispatch_trace_layout
-from .layouts import decoded_task_layout
+from .layouts import decoded_task_layout, fault_layout
 
 __all__ = ["trace_layout", "any_event", "TraceReader", "canonical", "EVENT_KINDS"]
 
 # The model's stage order within a cycle (models/hts.py, ``step``).
 EVENT_KINDS = ("end", "complete", "branch", "abort", "squash", "retarget", "copyback", "dispatch", "issue",
-               "enqueue", "decode")
+               "enqueue", "decode", "fault")
 
 
 def _held_layout(config: SystemConfig) -> data.StructLayout:
@@ -56,7 +56,8 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
     - ``retarget``, ``copyback``: the copy-back engine's events;
     - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
       oldest first; ``enqueue``: the task entering the window, with the tags it waits
-      for; ``decode``: the task decoded into the enqueue stage.
+      for; ``decode``: the task decoded into the enqueue stage; ``fault``: decode's
+      fault (:func:`hts.hdl.layouts.fault_layout`).
     """
     hts = config.hts
     instances = len(instance_numbering(config))
@@ -80,6 +81,7 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
         "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
                                       "tag": config.widths.tag, "waits": hts.tracker_entries}),
         "decode": data.StructLayout({"valid": 1, "task": decoded_task_layout(config)}),
+        "fault": fault_layout(config),
     })
 
 
@@ -88,7 +90,7 @@ def any_event(trace) -> Value:
     return Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
                trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
                *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
-               trace.enqueue.valid, trace.decode.valid).any()
+               trace.enqueue.valid, trace.decode.valid, trace.fault.valid).any()
 
 
 def _bits(value: int) -> list[int]:
@@ -161,6 +163,9 @@ class TraceReader:
             emit("decode", pid=task.pid, pc=task.pc, tag=task.tag, task_id=task.task_id,
                  accel=self._names[task.accel_class], reads=_region(task.reads), writes=_region(task.writes),
                  mask=task.mask)
+        if value.fault.valid:
+            fault = value.fault
+            emit("fault", pid=fault.pid, pc=fault.pc, cause=fault.cause.name)
         return out
 
 

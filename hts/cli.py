@@ -172,7 +172,7 @@ def cmd_run(args) -> int:
             result.trace.write_jsonl(out)
     if args.json:
         print(json.dumps(summary))
-        return 0
+        return _report_faults(result.faults)
     print(f"programs     {' '.join(args.programs)}")
     print(f"config       {config.source}    scheduler {args.scheduler}    seed {args.seed}")
     print(f"cycles       {result.cycles}")
@@ -182,7 +182,14 @@ def cmd_run(args) -> int:
     if result.stalls:
         print("stalls       " + "  ".join(f"{reason} {count}" for reason, count in sorted(result.stalls.items())))
         print("             (cycles a process decoded nothing, by reason, summed over processes)")
-    return 0
+    return _report_faults(result.faults)
+
+
+def _report_faults(faults) -> int:
+    """Each fault as an error at its source line; the exit status (1 if any)."""
+    for fault in faults:
+        print(fault.error(), file=sys.stderr)
+    return 1 if faults else 0
 
 
 def _compare_inputs(args, config):
@@ -234,6 +241,10 @@ def cmd_compare(args) -> int:
     from .plots import plot_compare, plot_gantt
     config, programs, timing, graph, label, classes, extra = _compare_inputs(args, _system(args.config))
     runs = compare_runs(config, programs, args.seed, timing)
+    faults = runs["hts"].faults
+    if faults:
+        # Every scheduler stops the process at the same instruction; one report is enough.
+        raise faults[0].error()
     rows = compare_rows(runs)
     if graph is None and runs["sequential"].tasks:
         # The path the programs take from the seeded memory.
@@ -307,7 +318,8 @@ def cmd_cosim(args) -> int:
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
                "memory_digest": outcome.memory_digest, "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
-               "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes}
+               "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes,
+               "faults": [dict(zip(("cycle", "pid", "pc", "cause"), fault)) for fault in outcome.faults]}
     if args.json:
         print(json.dumps(summary))
     else:
@@ -320,7 +332,12 @@ def cmd_cosim(args) -> int:
               f"({outcome.wakes} of the cycles woke Python)")
     if not outcome.match:
         _print_outcome_failure(outcome)
-    return 0 if outcome.match else 1
+        return 1
+    # The CPU port's faults matched the model's: report each at its source line.
+    for cycle, pid, pc, cause in outcome.faults:
+        print(f"{programs[pid].location(pc)}: process {pid} faulted at pc {pc} in cycle {cycle}: its "
+              f"{cause.lower()} leaves its window (reported on the CPU port)", file=sys.stderr)
+    return 1 if outcome.faults else 0
 
 
 def cmd_fuzz(args) -> int:

@@ -27,7 +27,7 @@ from .errors import ConfigError, Location, display_path
 from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
 
 __all__ = [
-    "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig",
+    "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
     "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for",
 ]
 
@@ -111,6 +111,22 @@ class TimingConfig:
 
 
 @dataclass(frozen=True)
+class Window:
+    """The home blocks one process may touch: ``[base, base + blocks)``, in absolute block numbers."""
+    base: int = param(lo=0, hi=(1 << 16) - 1, doc="first home block of the process's window")
+    blocks: int = param(lo=1, hi=1 << 16, doc="home blocks in the window")
+    shared: bool = param(False, doc="may overlap other shared windows (buffers processes share)")
+
+    @property
+    def end(self) -> int:
+        return self.base + self.blocks
+
+    def holds(self, base: int, blocks: int) -> bool:
+        """Whether the region ``(base, blocks)`` lies inside; an empty region touches nothing."""
+        return blocks == 0 or (self.base <= base and base + blocks <= self.end)
+
+
+@dataclass(frozen=True)
 class Widths:
     """Signal widths derived from the sizes; computed here and nowhere else."""
     gpr_index: int
@@ -118,6 +134,7 @@ class Widths:
     accel_class: int
     instance: int
     phys_block: int
+    home_end: int       # a home block number, or the end of home memory (window bounds)
     tag: int            # memory-tracker entry index
     pc: int             # program-memory address of one process
     region_blocks: int  # size field of a region (B and D of Table I)
@@ -129,6 +146,8 @@ class SystemConfig:
     accelerators: tuple[AcceleratorClass, ...] = ()
     hts: SchedulerConfig = field(default_factory=SchedulerConfig)
     timing: TimingConfig = field(default_factory=TimingConfig)
+    # Per process; empty: every process's window is the whole home memory, shared.
+    windows: tuple[Window, ...] = ()
     source: str = field(default="<built-in>", compare=False)
     # Where each key path was written, so that a later check names the line too.
     marks: dict[str, Location] = field(default_factory=dict, compare=False, repr=False)
@@ -139,6 +158,10 @@ class SystemConfig:
 
     def accelerator(self, keyname: str) -> AcceleratorClass | None:
         return self._by_name.get(keyname)
+
+    def window(self, pid: int) -> Window:
+        """The home memory process ``pid`` may touch."""
+        return self.windows[pid] if self.windows else Window(0, self.memory.blocks, shared=True)
 
     def accelerator_by_id(self, accel_id: int) -> AcceleratorClass | None:
         return self._by_id.get(accel_id)
@@ -160,6 +183,7 @@ class SystemConfig:
             instance=bits_for(max(acc.count for acc in self.accelerators)),
             # Home memory first, transactional memory right above it.
             phys_block=bits_for(self.memory.blocks + self.hts.tm_blocks),
+            home_end=bits_for(self.memory.blocks + 1),
             tag=bits_for(self.hts.tracker_entries),
             pc=bits_for(self.hts.program_words),
             region_blocks=next(width for name, _, width in FIELDS if name == "b"),
@@ -305,6 +329,23 @@ def _check_memory_size(memory: MemoryConfig, hts: SchedulerConfig):
                             f"({MAX_MEMORY_WORDS:,} words, {MAX_MEMORY_WORDS * 4 // 2**20} MiB)")
 
 
+def _build_windows(raw, memory: MemoryConfig, hts: SchedulerConfig) -> tuple[Window, ...]:
+    """One window per process, inside home memory, overlapping only where both are shared."""
+    if not isinstance(raw, list) or len(raw) != hts.processes:
+        raise _InvalidValue("windows", f"must list one window {{base, blocks}} per process "
+                                       f"(hts.processes = {hts.processes})")
+    windows = [_build(Window, f"windows[{i}]", entry) for i, entry in enumerate(raw)]
+    for i, window in enumerate(windows):
+        if window.end > memory.blocks:
+            raise _InvalidValue(f"windows[{i}].blocks", f"the window [{window.base:#x}, {window.end:#x}) passes "
+                                                         f"the end of home memory (memory.blocks = {memory.blocks:#x})")
+        for j, other in enumerate(windows[:i]):
+            if window.base < other.end and other.base < window.end and not (window.shared and other.shared):
+                raise _InvalidValue(f"windows[{i}].base", f"overlaps windows[{j}]; windows overlap only when "
+                                                           "both say shared: true")
+    return tuple(windows)
+
+
 def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
     """Validate a configuration given as YAML text."""
     raw, marks = _yaml_with_marks(text, filename)
@@ -313,8 +354,8 @@ def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
             raw = {}
         if not isinstance(raw, dict):
             raise _InvalidValue("", "the configuration must be a mapping with keys "
-                                    "memory, accelerators, hts, timing")
-        known = set(_SECTIONS) | {"accelerators"}
+                                    "memory, accelerators, hts, timing, windows")
+        known = set(_SECTIONS) | {"accelerators", "windows"}
         for name in raw:
             if name not in known:
                 raise _InvalidValue(str(name), f"unknown key (known: {', '.join(sorted(known))})")
@@ -322,8 +363,9 @@ def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
             raise _InvalidValue("accelerators", "missing: list the accelerator classes of the system")
         sections = {name: _build(cls, name, raw.get(name, {})) for name, cls in _SECTIONS.items()}
         _check_memory_size(sections["memory"], sections["hts"])
-        return SystemConfig(accelerators=_build_accelerators(raw["accelerators"]), source=filename, marks=marks,
-                            **sections)
+        windows = _build_windows(raw["windows"], sections["memory"], sections["hts"]) if "windows" in raw else ()
+        return SystemConfig(accelerators=_build_accelerators(raw["accelerators"]), windows=windows,
+                            source=filename, marks=marks, **sections)
     except _InvalidValue as err:
         raise ConfigError(err.key, err.message, _nearest_mark(marks, err.key, filename)) from None
 
@@ -366,4 +408,8 @@ def describe(config: SystemConfig) -> list[tuple[str, Any, str]]:
         obj = getattr(config, section)
         for spec in dataclasses.fields(obj):
             rows.append((f"{section}.{spec.name}", getattr(obj, spec.name), spec.metadata["doc"]))
+    for pid in range(config.hts.processes):
+        window = config.window(pid)
+        rows.append((f"windows[{pid}]", f"[{window.base:#x}, {window.end:#x})" + (" shared" * window.shared),
+                     "home blocks the process may touch" + ("" if config.windows else " (no windows: all memory)")))
     return rows

@@ -7,14 +7,19 @@ inside their own loop body or past the end. Every program terminates: control on
 backwards through ``lend``. Each process works in its own slice of memory, as the
 sequential-equivalence contract requires.
 
+With windows (:func:`random_windows`: each process's slice, sometimes narrowed) a
+program may also be *wild*: some base registers then point anywhere in memory or past
+its end, so that register-indirect tasks leave the window and fault, on the committed
+path or a wrong one.
+
 Everything is drawn from one ``random.Random`` so that a seed reproduces a case.
 """
 
 import random
 
-from hts.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig
+from hts.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window
 
-__all__ = ["random_config", "random_program", "random_programs", "SLICE_BLOCKS"]
+__all__ = ["random_config", "random_program", "random_programs", "random_windows", "SLICE_BLOCKS"]
 
 # Blocks of memory each process owns; regions are kept inside the owner's slice.
 SLICE_BLOCKS = 24
@@ -41,11 +46,23 @@ def random_config(rng: random.Random, processes: int | None = None) -> SystemCon
                                                      memory_latency=rng.randint(5, 90)), source="<random>")
 
 
+def random_windows(rng: random.Random, config: SystemConfig) -> tuple[Window, ...]:
+    """One window per process: its slice, or (one time in three) the slice narrowed by up
+    to two blocks at either end, so that direct regions near the edges fault too."""
+    windows = []
+    for pid in range(config.hts.processes):
+        base, end = pid * SLICE_BLOCKS, (pid + 1) * SLICE_BLOCKS
+        if rng.random() < 1 / 3:
+            base, end = base + rng.randint(0, 2), end - rng.randint(0, 2)
+        windows.append(Window(base, end - base))
+    return tuple(windows)
+
+
 class _Writer:
     """Emits one process's program as assembly text, tracking PCs for branch targets."""
 
-    def __init__(self, rng: random.Random, config: SystemConfig, pid: int):
-        self.rng, self.config, self.pid = rng, config, pid
+    def __init__(self, rng: random.Random, config: SystemConfig, pid: int, wild: float):
+        self.rng, self.config, self.pid, self.wild = rng, config, pid, wild
         self.lines: list[str] = []
         self.base = pid * SLICE_BLOCKS
         self.labels = 0
@@ -68,7 +85,7 @@ class _Writer:
         acc = self.rng.choice(self.config.accelerators)
         (a, b), (c, d) = self.region(), self.region()
         if self.rng.random() < 0.25:
-            # Indirect: r1..r3 always hold blocks inside this process's slice (set in the prologue).
+            # Indirect: r1..r3 hold blocks inside this process's slice (set in the prologue), unless wild.
             ra, rc = self.rng.randint(1, 3), self.rng.randint(1, 3)
             self.emit(f"{acc.name} r{ra} {b:x} r{rc} {d:x}")
             self.lines[-1] += f"1 {self.rng.randint(0, 1 << 30):x}"
@@ -76,10 +93,15 @@ class _Writer:
             self.emit(f"{acc.name} {a:x} {b:x} {c:x} {d:x}")
             self.lines[-1] += f"0 {self.rng.randint(0, 1 << 30):x}"
 
+    def base_block(self) -> int:
+        if self.wild and self.rng.random() < self.wild:
+            return self.rng.randrange(self.config.memory.blocks + 2 * _MAX_REGION)
+        return self.base + self.rng.randint(0, SLICE_BLOCKS - _MAX_REGION)
+
     def register_op(self):
         kind = self.rng.random()
-        if kind < 0.3:   # move a base register elsewhere inside the slice
-            self.emit(f"mov {self.base + self.rng.randint(0, SLICE_BLOCKS - _MAX_REGION):x} 0 r{self.rng.randint(1, 3)} 0")
+        if kind < 0.3:   # move a base register elsewhere inside the slice, or anywhere if wild
+            self.emit(f"mov {self.base_block():x} 0 r{self.rng.randint(1, 3)} 0")
         elif kind < 0.7:
             self.emit(f"mov {self.rng.randint(0, 200):x} 0 r{self.rng.randint(4, 7)} 0")
         else:
@@ -131,14 +153,16 @@ class _Writer:
             self.lines.append(f"{label}:")
 
 
-def random_program(rng: random.Random, config: SystemConfig, pid: int = 0, items: int = 24) -> str:
-    writer = _Writer(rng, config, pid)
+def random_program(rng: random.Random, config: SystemConfig, pid: int = 0, items: int = 24,
+                   wild: float = 0.0) -> str:
+    """``wild``: the chance that a base register is loaded with any block (see the module)."""
+    writer = _Writer(rng, config, pid, wild)
     for register in (1, 2, 3):
-        writer.emit(f"mov {writer.base + rng.randint(0, SLICE_BLOCKS - _MAX_REGION):x} 0 r{register} 0")
+        writer.emit(f"mov {writer.base_block():x} 0 r{register} 0")
         writer.lines[-1] += "0"
     writer.block(0, [items])
     return "\n".join(writer.lines) + "\n"
 
 
-def random_programs(rng: random.Random, config: SystemConfig, items: int = 24) -> list[str]:
-    return [random_program(rng, config, pid, items) for pid in range(config.hts.processes)]
+def random_programs(rng: random.Random, config: SystemConfig, items: int = 24, wild: float = 0.0) -> list[str]:
+    return [random_program(rng, config, pid, items, wild) for pid in range(config.hts.processes)]

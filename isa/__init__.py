@@ -12,4 +12,4 @@ from .opcodes import (
     opcode_of,
 )
 from .operands import OPERAND_FIELDS, Role, operand_roles
-from .semantics import REGISTER_BITS, alu, branch_taken
+from .semantics import REGISTER_BITS, FaultCause, alu, branch_taken

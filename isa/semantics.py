@@ -1,11 +1,21 @@
 """Arithmetic and branch semantics of the control instructions, shared by every model."""
 
+from amaranth.lib import enum
+
 from .opcodes import Cond, Opcode
 from .instruction import to_signed
 
-__all__ = ["REGISTER_BITS", "alu", "branch_taken"]
+__all__ = ["REGISTER_BITS", "FaultCause", "alu", "branch_taken"]
 
 REGISTER_BITS = 32
+
+
+class FaultCause(enum.Enum, shape=2):
+    """Why a process stopped at an instruction on its committed path (docs/isa.md, "Faults")."""
+    NONE   = 0
+    INPUT  = 1   # a task's input region leaves the process's window
+    OUTPUT = 2   # a task's output region leaves it
+    BRANCH = 3   # a memory branch's block lies outside it
 _MASK = (1 << REGISTER_BITS) - 1
 
 

@@ -4,14 +4,16 @@ Shared by the in-order executor (the reference for sequential equivalence) and t
 decode stage of the cycle model, so the two cannot disagree on what an instruction does.
 """
 
-from hts.config import SystemConfig
+from dataclasses import dataclass
+
+from hts.config import Window
 from hts.errors import Location, SourceError
-from hts.isa import Opcode, Word, alu
+from hts.isa import FaultCause, Opcode, Word, alu
 
 from .gpr import GPRBank
 from .loop_stack import LoopFrame, LoopStack
 
-__all__ = ["execute_register_op", "begin_loop", "end_loop", "task_regions", "Regions"]
+__all__ = ["execute_register_op", "begin_loop", "end_loop", "task_regions", "Regions", "Fault", "access_fault"]
 
 Regions = tuple[int, int, int, int]  # input base, input blocks, output base, output blocks
 
@@ -47,13 +49,39 @@ def end_loop(word: Word, gprs: GPRBank, loops: LoopStack) -> int | None:
     return frame.body_start
 
 
-def task_regions(word: Word, gprs: GPRBank, config: SystemConfig, where: Location) -> Regions:
+def task_regions(word: Word, gprs: GPRBank) -> Regions:
     """Home-memory regions of a task, reading A and C from GPRs when K bit 0 is set."""
     if not word.indirect:
         return word.a, word.b, word.c, word.d
-    in_base, out_base = gprs[word.a], gprs[word.c]
-    for base, size, reg, what in ((in_base, word.b, word.a, "input"), (out_base, word.d, word.c, "output")):
-        if base + size > config.memory.blocks:
-            raise SourceError(f"{what} region from r{reg} = {base:#x} ({size} blocks) lies past the end "
-                              f"of memory (memory.blocks = {config.memory.blocks:#x})", where)
-    return in_base, word.b, out_base, word.d
+    return gprs[word.a], word.b, gprs[word.c], word.d
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A process stopped at ``pc`` of its committed path: the instruction there would touch
+    memory outside its window. ``cycle`` is when decode met it (None in-order)."""
+    pid: int
+    pc: int
+    cause: FaultCause
+    detail: str
+    location: Location
+    cycle: int | None = None
+
+    def error(self) -> SourceError:
+        return SourceError(f"process {self.pid} faulted at pc {self.pc}: {self.detail}", self.location)
+
+
+def access_fault(word: Word, regions: Regions | None, window: Window) -> tuple[FaultCause, str] | None:
+    """Why the memory ``word`` touches (``regions`` for a task) leaves ``window``, or None."""
+    bounds = f"the window [{window.base:#x}, {window.end:#x})"
+    if word.opcode == Opcode.TASK:
+        in_base, in_blocks, out_base, out_blocks = regions
+        for cause, base, blocks, field in ((FaultCause.INPUT, in_base, in_blocks, "a"),
+                                           (FaultCause.OUTPUT, out_base, out_blocks, "c")):
+            if not window.holds(base, blocks):
+                source = f" (from r{getattr(word, field)})" if word.indirect else ""
+                return cause, (f"{cause.name.lower()} region [{base:#x}, {base + blocks:#x}){source} "
+                               f"leaves {bounds}")
+    elif word.opcode == Opcode.IF and word.memory_branch and not window.holds(word.a, 1):
+        return FaultCause.BRANCH, f"branch block {word.a:#x} lies outside {bounds}"
+    return None

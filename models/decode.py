@@ -16,6 +16,7 @@ from hts.config import SystemConfig
 from hts.errors import Location
 
 from .branch_unit import PendingBranch
+from .control import Fault
 from .gpr import GPRBank
 from .loop_stack import LoopStack
 from .task_queue import TaskQueue
@@ -37,6 +38,7 @@ class ProcessContext:
     skip_depth: int = 0              # > 0 while discarding a zero-iteration loop body
     resume_at: int = 0               # first cycle it may decode again after a branch
     done_at: int | None = None
+    fault: Fault | None = None       # it stopped there: it decodes nothing more, and ends once drained
     stall: dict[str, int] = field(default_factory=dict)
 
     @classmethod
@@ -54,6 +56,8 @@ class ProcessContext:
 
     @property
     def drained(self) -> bool:
+        if self.fault is not None:
+            return True
         return self.queue.exhausted and not self.branches and self.mispredicted is None and self.skip_depth == 0
 
     def count_stall(self, reason: str, cycles: int):

@@ -15,7 +15,7 @@ from hts.errors import HTSError, Location, SourceError
 from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions
-from .control import begin_loop, end_loop, execute_register_op, task_regions
+from .control import Fault, access_fault, begin_loop, end_loop, execute_register_op, task_regions
 from .gpr import GPRBank
 from .loop_stack import LoopStack
 from .memory import Memory
@@ -38,6 +38,7 @@ class ExecutionResult:
     registers: list[tuple[int, ...]]              # per process, at the end
     tasks: list[ExecutedTask] = field(default_factory=list)
     instructions: int = 0
+    faults: list[Fault] = field(default_factory=list)    # at most one per process: it stopped there
 
 
 def check_programs(programs: list[Program], config: SystemConfig):
@@ -96,12 +97,17 @@ def run_sequential(programs: list[Program], config: SystemConfig, memory: Memory
     for pid, program in enumerate(programs):
         gprs, loops, pc = GPRBank(config.hts.gprs), LoopStack(config.hts.loop_depth), 0
         steps = StepCounter(pid, program, step_limit)
+        window = config.window(pid)
         while pc < len(program):
             steps.count(pc)
-            word, where = program.decoded[pc], program.location(pc)
+            word = program.decoded[pc]
             op, next_pc = word.opcode, pc + 1
+            regions = task_regions(word, gprs) if op == Opcode.TASK else None
+            fault = access_fault(word, regions, window)
+            if fault is not None:
+                result.faults.append(Fault(pid, pc, *fault, program.location(pc)))
+                break
             if op == Opcode.TASK:
-                regions = task_regions(word, gprs, config, where)
                 data = functions.run(memory, word.accel_id, *regions, word.metadata)
                 result.tasks.append(ExecutedTask(pid, pc, word.accel_id, regions, data))
             elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):

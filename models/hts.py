@@ -20,14 +20,13 @@ from dataclasses import dataclass, field
 
 from hts.assembler import Program
 from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
-from hts.errors import SourceError
 from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions
 from .asr import AcceleratorStatus, Running
 from .branch_unit import Checkpoint, PendingBranch
 from .cdb import CommonDataBus
-from .control import begin_loop, end_loop, execute_register_op, task_regions
+from .control import Fault, access_fault, begin_loop, end_loop, execute_register_op, task_regions
 from .decode import ProcessContext
 from .enqueue import EnqueueStage
 from .executor import StepCounter, check_programs
@@ -61,6 +60,7 @@ class RunResult:
     # (pid, pc, data digest) of every task whose result counts, for comparison with the
     # in-order executor's tasks (tasks completed and later squashed are left out).
     committed: list[tuple[int, int, str]] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)    # processes stopped at an instruction
 
 
 @dataclass(frozen=True)
@@ -123,6 +123,7 @@ class HTSModel:
         self.busy_cycles = [0] * len(self.classes)
         self.completed: list[DecodedTask] = []
         self.completed_speculative: list[DecodedTask] = []   # completed, still under a branch
+        self.faults: list[Fault] = []
         self._last_stalls: dict[int, str] = {}
         self._drained: list[bool] = []         # per process, at the start of the cycle
         # End-of-cycle effects gathered during the cycle.
@@ -357,26 +358,24 @@ class HTSModel:
 
     # ---- decode ---------------------------------------------------------------------------
 
-    def _plan_task(self, proc: ProcessContext, pc: int, word, room: dict) -> _TaskPlan | str:
+    def _plan_task(self, t: int, proc: ProcessContext, pc: int, word, room: dict) -> _TaskPlan | str:
         """How the task at ``pc`` would be decoded now, or why it cannot be."""
         if room["window"] == 0:
             return "window_full"
         if room["tracker"] == 0:
             return "tracker_full"
-        try:
-            in_base, in_blocks, out_base, out_blocks = task_regions(word, proc.gprs, self.config,
-                                                                    proc.location(pc))
-        except SourceError:
-            if proc.spec_mask:
-                # Maybe a wrong path: wait until the branches resolve; squashed, or raised then.
-                return "speculative_fault"
-            raise
+        regions = task_regions(word, proc.gprs)
+        fault = self._fault_of(t, proc, pc, word, regions)
+        if fault is not None:
+            return fault
+        in_base, in_blocks, out_base, out_blocks = regions
         home_reads, home_writes = (in_base, in_blocks), (out_base, out_blocks)
         reads = home_reads
         if in_blocks:
             entry = self.tlb.youngest_overlapping(home_reads)
             if entry is not None:
-                if entry.home != home_reads:
+                # Another process's copy may be speculative: read it only once it is home.
+                if entry.home != home_reads or entry.pid != proc.pid:
                     return "tlb_conflict"
                 reads = (entry.tm_base, in_blocks)
         speculative_output = bool(proc.spec_mask) and out_blocks > 0
@@ -385,6 +384,22 @@ class HTSModel:
         if not speculative_output and out_blocks and self.tlb.any_overlapping(home_writes):
             return "tlb_conflict"
         return _TaskPlan(home_reads, home_writes, reads, speculative_output)
+
+    def _fault_of(self, t: int, proc: ProcessContext, pc: int, word, regions) -> str | None:
+        """The stall of an instruction touching memory outside its process's window, or None.
+
+        On a wrong path it may never execute: it waits for the branches to resolve. On the
+        committed path the process faults and decodes nothing more.
+        """
+        fault = access_fault(word, regions, self.config.window(proc.pid))
+        if fault is None:
+            return None
+        if proc.spec_mask:
+            return "speculative_fault"
+        proc.fault = Fault(proc.pid, pc, *fault, proc.location(pc), cycle=t)
+        self.faults.append(proc.fault)
+        self.trace.emit(t, "fault", pid=proc.pid, pc=pc, cause=fault[0].name)
+        return "fault"
 
     def _decode(self, t: int, room: dict, stalls: dict[int, str]) -> int | None:
         """Decode one instruction of one process; its pid, or None.
@@ -405,8 +420,11 @@ class HTSModel:
             return None
         self.round_robin = (chosen.pid + 1) % count
         head, plan = chosen.queue.head(), None
-        if head.word.opcode == Opcode.TASK and chosen.skip_depth == 0:
-            plan = self._plan_task(chosen, head.pc, head.word, room)
+        if chosen.skip_depth == 0:
+            if head.word.opcode == Opcode.TASK:
+                plan = self._plan_task(t, chosen, head.pc, head.word, room)
+            elif head.word.opcode == Opcode.IF:
+                plan = self._fault_of(t, chosen, head.pc, head.word, None)
             if isinstance(plan, str):
                 stalls[chosen.pid] = plan
                 return None
@@ -416,6 +434,8 @@ class HTSModel:
     def _why_not_decodable(self, t: int, proc: ProcessContext, room: dict) -> str | None:
         if proc.done_at is not None:
             return "done"
+        if proc.fault is not None:
+            return "fault"
         if proc.blocked or t < proc.resume_at:
             return "branch"
         if proc.drained:
@@ -474,7 +494,7 @@ class HTSModel:
             branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
             proc.branches.append(branch)
             return
-        branch.kind, branch.block, branch.searched = "MR", self.tlb.translate_block(word.a), False
+        branch.kind, branch.block, branch.searched = "MR", self.tlb.translate_block(word.a, proc.pid), False
         if self.speculate and word.speculate and self.free_spec_ids:
             branch.spec_id = min(self.free_spec_ids)     # a priority encoder in hardware
             self.free_spec_ids.remove(branch.spec_id)
@@ -623,4 +643,5 @@ class HTSModel:
                 stalls[reason] = stalls.get(reason, 0) + count
         committed = [(task.pid, task.pc, task.data) for task in self.completed if not task.squashed]
         return RunResult(self.scheduler, cycles, len(committed), self.memory, self.trace, utilization,
-                         stalls, [proc.gprs.snapshot() for proc in self.processes], self.simulated, committed)
+                         stalls, [proc.gprs.snapshot() for proc in self.processes], self.simulated, committed,
+                         self.faults)

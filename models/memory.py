@@ -13,7 +13,7 @@ import numpy as np
 from hts.config import SystemConfig
 from hts.isa import REGISTER_BITS
 
-__all__ = ["Memory", "initial_memory", "read_beat", "write_beat"]
+__all__ = ["Memory", "initial_memory", "outside_windows", "read_beat", "write_beat"]
 
 
 class Memory:
@@ -56,6 +56,16 @@ def initial_memory(config: SystemConfig, seed: int = 0) -> Memory:
 
 # A DMA beat (the copy-back engine's and the accelerators' memory ports) carries
 # consecutive words, lane 0 in the lowest bits; RTL testbenches pack and unpack it here.
+def outside_windows(config: SystemConfig) -> np.ndarray:
+    """Per word of home memory: whether it lies outside every process's window (no process
+    may ever write it)."""
+    inside = np.zeros(config.memory.blocks, dtype=bool)
+    for pid in range(config.hts.processes):
+        window = config.window(pid)
+        inside[window.base:window.end] = True
+    return np.repeat(~inside, config.memory.block_words)
+
+
 def read_beat(words: np.ndarray, address: int, count: int) -> int:
     """``count`` memory words from word ``address`` as one DMA beat (lane 0 in the lowest bits)."""
     lanes = words[address:address + count].astype(np.uint32)

@@ -41,6 +41,8 @@ def run_summary(result: RunResult) -> dict:
         "utilization": {name: round(value, 4) for name, value in result.utilization.items()},
         "stalls": dict(sorted(result.stalls.items())),
         "simulated_cycles": result.simulated_cycles,
+        "faults": [{"pid": f.pid, "pc": f.pc, "cause": f.cause.name, "cycle": f.cycle, "error": str(f.error())}
+                   for f in result.faults],
     }
 
 

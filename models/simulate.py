@@ -50,4 +50,4 @@ def simulate(config: SystemConfig, programs: list[Program], memory: Memory, sche
     utilization = {acc.name: busy[i] / (acc.count * cycles) for i, acc in enumerate(config.accelerators)}
     committed = [(task.pid, task.pc, task.data) for task in execution.tasks]
     return RunResult(scheduler, cycles, len(execution.tasks), memory, Trace(), utilization, {},
-                     execution.registers, 0, committed)
+                     execution.registers, 0, committed, execution.faults)

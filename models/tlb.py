@@ -58,9 +58,14 @@ class TaskLookupBuffer:
     def any_overlapping(self, region: Region) -> bool:
         return any(overlaps(e.home, region) for e in self.entries)
 
-    def translate_block(self, block: int) -> int:
-        """Physical block holding the current value of home ``block``."""
-        entry = self.youngest_overlapping((block, 1))
+    def youngest_of(self, pid: int, region: Region) -> TLBEntry | None:
+        """The youngest of process ``pid``'s own entries overlapping ``region``."""
+        return next((e for e in reversed(self.entries) if e.pid == pid and overlaps(e.home, region)), None)
+
+    def translate_block(self, block: int, pid: int) -> int:
+        """Physical block holding process ``pid``'s current value of home ``block``: its own
+        speculative copies count, another process's do not."""
+        entry = self.youngest_of(pid, (block, 1))
         return block if entry is None else entry.tm_base + block - entry.home[0]
 
     def has_room(self, blocks: int) -> bool:

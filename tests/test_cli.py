@@ -288,3 +288,30 @@ def test_config_refuses_a_function_that_does_not_exist_at_its_line(tmp_path):
         result = hts(*command, "-c", cfg)
         assert result.returncode == 1 and "Traceback" not in result.stderr
         assert "fn.yaml:3:43: accelerators[1].function: no accelerator function 'nope'" in result.stderr
+
+
+def test_a_process_writing_outside_its_window_faults_and_run_exits_1():
+    """Issue 15, defect 1: two processes writing one block ran to the end without a word."""
+    programs = [example("windows_p0.s"), example("windows_p1.s")]
+    result = hts("run", *programs, "-c", example("windows.yaml"), "--json")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip().endswith("windows_p1.s:6: process 1 faulted at pc 3: output region [0x30, 0x31) "
+                                          "(from r1) leaves the window [0x100, 0x200)")
+    [fault] = json.loads(result.stdout)["faults"]
+    assert (fault["pid"], fault["pc"], fault["cause"]) == (1, 3, "OUTPUT")
+    for scheduler in ("sequential", "naive"):
+        assert hts("run", *programs, "-c", example("windows.yaml"), "--scheduler", scheduler).returncode == 1
+    assert hts("run", programs[0], "-c", example("windows.yaml")).returncode == 0
+
+
+def test_compare_refuses_a_faulting_program_and_writes_nothing(tmp_path):
+    chart = tmp_path / "chart.png"
+    result = hts("compare", example("windows_p0.s"), example("windows_p1.s"), "-c", example("windows.yaml"),
+                 "--plot", chart)
+    assert result.returncode == 1 and "process 1 faulted at pc 3" in result.stderr
+    assert not chart.exists()
+
+
+def test_config_lists_each_process_window():
+    out = hts("config", "-c", example("windows.yaml")).stdout
+    assert "windows[0]" in out and "[0x100, 0x200)" in out

@@ -89,7 +89,26 @@ BAD_CONFIGS = [
     ("accelerators:\n  - {name: a, latency: 1, colour: red}\n", "accelerators[0].colour", 2, "unknown key"),
     (MINIMAL + "hts: {window: 4}\nhts: {window: 5}\n", "hts", 4, "given twice"),
     ("- just\n- a list\n", "", 1, "must be a mapping"),
+    (MINIMAL + "windows:\n  - {base: 0, blocks: 8}\n  - {base: 8, blocks: 8}\n", "windows", 4,
+     "one window {base, blocks} per process (hts.processes = 1)"),
+    (MINIMAL + "memory: {blocks: 64}\nwindows:\n  - {base: 0x30, blocks: 0x20}\n", "windows[0].blocks", 5,
+     "passes the end of home memory"),
+    (MINIMAL + "hts: {processes: 2}\nwindows:\n  - {base: 0, blocks: 8}\n  - {base: 4, blocks: 8, shared: true}\n",
+     "windows[1].base", 6, "overlaps windows[0]"),
+    (MINIMAL + "windows:\n  - {base: 0, blocks: 0}\n", "windows[0].blocks", 4, "must be >= 1"),
 ]
+
+
+def test_windows_may_overlap_where_both_are_shared():
+    config = parse_config(MINIMAL + "hts: {processes: 3}\nwindows:\n  - {base: 0, blocks: 8, shared: true}\n"
+                                    "  - {base: 4, blocks: 8, shared: true}\n  - {base: 12, blocks: 4}\n")
+    assert [(w.base, w.end, w.shared) for w in config.windows] == [(0, 8, True), (4, 12, True), (12, 16, False)]
+    assert config.window(2).holds(12, 4) and not config.window(2).holds(11, 2) and config.window(2).holds(0, 0)
+
+
+def test_without_windows_every_process_sees_all_of_home_memory(default_config):
+    window = default_config.window(0)
+    assert (window.base, window.end) == (0, default_config.memory.blocks)
 
 
 @pytest.mark.parametrize("text,key,line,fragment", BAD_CONFIGS)

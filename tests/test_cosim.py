@@ -57,6 +57,8 @@ def test_random_programs_match_the_model(system, count):
     outcomes = cosimulate(fuzz_job(system, 0, count))
     assert len(outcomes) == count
     assert not _failures(outcomes), _failures(outcomes)
+    # Windows and wild base registers: the CPU port's faults were compared, not absent.
+    assert sum(bool(o.faults) for o in outcomes) >= count // 10
 
 
 @pytest.mark.slow

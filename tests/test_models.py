@@ -9,20 +9,22 @@ import dataclasses
 import io
 import os
 import random
+import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings, strategies as st
+from isolation import shared_windows, windows_example
 
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
-from hts.errors import SourceError
-from hts.progen import random_config, random_programs
+from hts.isa import FaultCause
+from hts.progen import random_config, random_programs, random_windows
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel
-from hts.models.memory import initial_memory
-from hts.models.simulate import simulate
+from hts.models.memory import initial_memory, outside_windows
+from hts.models.simulate import SCHEDULERS, simulate
 
 CYCLE_SCHEDULERS = ("hts", "hts-nospec", "runtime")
 
@@ -32,13 +34,19 @@ def programs_for(name, config):
 
 
 def assert_sequentially_equivalent(config, programs, seed=0, schedulers=CYCLE_SCHEDULERS):
+    """Same memory, committed tasks and faults (where each process stopped) as in order."""
     reference = run_sequential(programs, config, initial_memory(config, seed))
     expected_tasks = collections.Counter((t.pid, t.pc, t.data) for t in reference.tasks)
     for scheduler in schedulers:
         result = simulate(config, programs, initial_memory(config, seed), scheduler)
         assert result.memory.digest() == reference.memory.digest(), scheduler
         assert collections.Counter(result.committed) == expected_tasks, scheduler
+        assert faults_of(result) == faults_of(reference), scheduler
     return reference
+
+
+def faults_of(result):
+    return sorted((f.pid, f.pc, f.cause) for f in result.faults)
 
 
 @pytest.mark.parametrize("preset", ["default", "tiny", "large"])
@@ -63,6 +71,40 @@ def test_random_programs_are_sequentially_equivalent_and_finish(seed):
     programs = [assemble(text, config, f"seed{seed}_pid{pid}.s")
                 for pid, text in enumerate(random_programs(rng, config))]
     assert_sequentially_equivalent(config, programs, seed)
+
+
+@settings(max_examples=500)
+@given(st.integers(0, 2**32 - 1))
+def test_random_programs_in_windows_fault_alike_and_write_only_their_windows(seed):
+    """Each process in a window of its own; some base registers point anywhere (wild)."""
+    rng = random.Random(seed)
+    config = random_config(rng, processes=rng.randint(2, 3))
+    config = dataclasses.replace(config, windows=random_windows(rng, config))
+    programs = [assemble(text, config, f"seed{seed}_pid{pid}.s")
+                for pid, text in enumerate(random_programs(rng, config, wild=0.05))]
+    reference = assert_sequentially_equivalent(config, programs, seed)
+    outside = outside_windows(config)
+    assert (reference.memory.home[outside] == initial_memory(config, seed).home[outside]).all()
+
+
+def test_a_faulting_process_leaves_the_others_as_if_alone():
+    config, programs = windows_example()
+    both = simulate(config, programs, initial_memory(config))
+    [fault] = both.faults
+    assert (fault.pid, fault.pc, fault.cause, fault.location.line) == (1, 3, FaultCause.OUTPUT, 6)
+    alone = simulate(config, programs[:1], initial_memory(config))
+    window, words = config.window(0), config.memory.block_words
+    assert (both.memory.home[window.base * words:window.end * words]
+            == alone.memory.home[window.base * words:window.end * words]).all()
+    assert [e.fields["pc"] for e in both.trace.of("complete") if e.fields["pid"] == 1] == [0]
+
+
+def test_a_process_never_reads_another_processes_speculative_copy(default_config):
+    config, programs = shared_windows(default_config)
+    result = simulate(config, programs, initial_memory(config))
+    [read] = [e for e in result.trace.of("dispatch") if e.fields["pid"] == 1]
+    assert read.fields["reads"] == [0x40, 1]            # home, never process 0's TM copy
+    assert result.stalls.get("tlb_conflict", 0) > 0
 
 
 MISPREDICTED = """\
@@ -215,11 +257,15 @@ def test_a_fault_on_a_mispredicted_path_is_squashed_not_raised(default_config):
     assert_sequentially_equivalent(default_config, [program])
 
 
-def test_a_fault_on_the_real_path_names_its_line(default_config):
+def test_a_fault_on_the_real_path_stops_the_process_and_names_its_line(default_config):
     program = assemble(WRONG_PATH_FAULT.replace("d 0      ; speculated", "c 0      ; speculated"), default_config)
-    for scheduler in ("hts", "hts-nospec", "sequential"):
-        with pytest.raises(SourceError, match=r":5: input region from r1 = 0xffff"):
-            simulate(default_config, [program], initial_memory(default_config), scheduler)
+    for scheduler in SCHEDULERS:
+        result = simulate(default_config, [program], initial_memory(default_config), scheduler)
+        [fault] = result.faults
+        assert (fault.pid, fault.pc, fault.cause) == (0, 4, FaultCause.INPUT), scheduler
+        assert re.search(r":5: process 0 faulted at pc 4: input region \[0xffff, 0x10000\) \(from r1\) leaves "
+                         r"the window \[0x0, 0x1000\)", str(fault.error())), scheduler
+        assert result.tasks == 0, scheduler           # the task after it never ran
 
 
 def dispatch_and_complete(result, pc):

@@ -99,7 +99,7 @@ class RTLRun:
     cycles: int                 # the model's ``RunResult.cycles``: last end + 1
     memory: Memory
     ended: bool                 # every process ended within the cycle limit
-    faults: list[tuple[int, int, int]] = field(default_factory=list)   # (cycle, pid, pc) on the CPU port
+    faults: list[tuple[int, int, int, str]] = field(default_factory=list)   # (cycle, pid, pc, cause), CPU port
 
 
 def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | None = None,
@@ -129,6 +129,8 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
 
     async def load_and_start(ctx):
         for pid, program in enumerate(programs):
+            window = config.window(pid)
+            ctx.set(cpu.window, {"valid": 1, "pid": pid, "base": window.base, "blocks": window.blocks})
             ctx.set(cpu.length.valid, 1)
             ctx.set(cpu.length.pid, pid)
             ctx.set(cpu.length.words, len(program))
@@ -139,6 +141,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 ctx.set(cpu.load.word.as_value(), word)
                 await ctx.tick()
                 ctx.set(cpu.length.valid, 0)
+                ctx.set(cpu.window.valid, 0)
         ctx.set(cpu.load.valid, 0)
         ctx.set(cpu.start, (1 << len(programs)) - 1)
         await ctx.tick()
@@ -184,7 +187,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                     complete(seen.grant, seen.held)
             cycle, trace = seen.cycle, seen.trace
             if seen.fault.valid:
-                result.faults.append((cycle, seen.fault.pid, seen.fault.pc))
+                result.faults.append((cycle, seen.fault.pid, seen.fault.pc, seen.fault.cause.name))
             result.events += reader.events(cycle, trace)
             for slot in range(len(seen.read_block)):
                 if seen.read_valid >> slot & 1:

@@ -12,17 +12,18 @@ import random
 
 import pytest
 from amaranth.hdl import Fragment
+from isolation import shared_windows, windows_example
 from system_sim import first_difference, run_rtl
 
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
-from hts.errors import HTSError
 from hts.hdl.hts import HTS
 from hts.hdl.trace import canonical
+from hts.isa import FaultCause
 from hts.models.hts import HTSModel
-from hts.models.memory import initial_memory
-from hts.progen import random_config, random_programs
+from hts.models.memory import initial_memory, outside_windows
+from hts.progen import random_config, random_programs, random_windows
 
 
 def assert_lockstep(config, programs, seed: int = 0, reset_after: int | None = None):
@@ -33,7 +34,9 @@ def assert_lockstep(config, programs, seed: int = 0, reset_after: int | None = N
     difference = first_difference(expected, rtl.events)
     assert difference is None, difference
     assert rtl.ended and rtl.cycles == model.cycles
+    assert rtl.faults == [(f.cycle, f.pid, f.pc, f.cause.name) for f in model.faults]
     assert (rtl.memory.words == model.memory.words).all(), "memory differs from the model's"
+    return model
 
 
 @pytest.mark.parametrize("preset", ["default", "tiny"])
@@ -91,20 +94,61 @@ def test_a_reset_mid_run_of_random_programs_leaves_nothing_behind(seed, reset_af
 FAULTING = """
 mov   ffff 0 r1 0 0 0 0          ; far past the end of memory
 mov   0    0 r2 0 0 0 0
+vector_add 0 1 3 1 0 0 0 0
 vector_add r1 1 r2 1 1 0 1 0     ; indirect: reads block 0xffff
 vector_add 0 1 1 1 2 0 0 0
 """
 
 
-def test_a_committed_task_past_the_end_of_memory_is_reported_on_the_cpu_port(tiny_config):
-    program = assemble(FAULTING, tiny_config, "fault.s")
-    with pytest.raises(HTSError, match="lies past the end"):
-        HTSModel(tiny_config, [program], initial_memory(tiny_config)).run()
-    rtl = run_rtl(tiny_config, [program], initial_memory(tiny_config), cycle_limit=200)
-    assert not rtl.ended
-    assert rtl.faults[0][1:] == (0, 2)             # pid 0, pc 2, reported once
-    assert len(rtl.faults) == 1
-    assert rtl.events == []    # the movs make no event; the faulting task and what follows never decode
+def test_a_committed_task_past_the_end_of_memory_faults_on_the_cpu_port(tiny_config):
+    model = assert_lockstep(tiny_config, [assemble(FAULTING, tiny_config, "fault.s")])
+    [fault] = model.faults
+    assert (fault.pid, fault.pc, fault.cause) == (0, 3, FaultCause.INPUT)
+    # The task before it completes; the process then ends, as drained.
+    assert [e.fields["pc"] for e in model.trace.of("complete")] == [2]
+
+
+def test_a_process_leaving_its_window_faults_and_the_other_finishes_as_if_alone():
+    config, programs = windows_example()
+    model = assert_lockstep(config, programs)         # windows written through the CPU port
+    [fault] = model.faults
+    assert (fault.pid, fault.pc, fault.cause) == (1, 3, FaultCause.OUTPUT)
+    alone = HTSModel(config, programs[:1], initial_memory(config)).run()
+    first = config.window(0)
+    words = slice(first.base * config.memory.block_words, first.end * config.memory.block_words)
+    assert (model.memory.home[words] == alone.memory.home[words]).all()
+
+
+BRANCH_OUTSIDE = """
+        real_fir 110 1 120 1 0 1 0 0
+        if    30 r0 skip 1 0 1 8 0        ; memory branch on block 0x30, process 0's
+        real_fir 120 1 130 1 1 1 0 0
+skip:   real_fir 130 1 140 1 2 1 0 0
+"""
+
+
+def test_a_memory_branch_on_a_block_outside_the_window_faults():
+    config, programs = windows_example()
+    model = assert_lockstep(config, [programs[0], assemble(BRANCH_OUTSIDE, config, "branch.s")])
+    [fault] = model.faults
+    assert (fault.pid, fault.pc, fault.cause) == (1, 1, FaultCause.BRANCH)
+
+
+def test_a_process_waits_for_another_processes_speculative_copy_to_go(default_config):
+    model = assert_lockstep(*shared_windows(default_config))
+    assert model.stalls.get("tlb_conflict", 0) > 0
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_programs_in_windows_trace_equals_the_model(seed):
+    """Windows written through the CPU port; wild base registers fault at random."""
+    rng = random.Random(seed)
+    config = buildable(random_config(rng, processes=2))
+    config = dataclasses.replace(config, windows=random_windows(rng, config))
+    programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config, wild=0.1))]
+    model = assert_lockstep(config, programs, seed)
+    outside = outside_windows(config)
+    assert (model.memory.home[outside] == initial_memory(config, seed).home[outside]).all()
 
 
 def test_top_level_elaborates_for_the_large_configuration():

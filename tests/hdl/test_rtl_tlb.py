@@ -55,9 +55,9 @@ def slots_by_age(ctx, dut, where: str) -> list[int]:
 @pytest.mark.parametrize("preset", ["default", "tiny", "small"])
 @pytest.mark.parametrize("seed", range(3))
 def test_tlb_matches_model(request, preset, seed):
-    if preset == "small":    # small TM, so that room runs out and the pointer resets
+    if preset == "small":    # small TM, so that room runs out and the pointer resets; processes share it
         base = request.getfixturevalue("default_config")
-        config = dataclasses.replace(base, hts=dataclasses.replace(base.hts, tlb_entries=4, tm_blocks=6))
+        config = dataclasses.replace(base, hts=dataclasses.replace(base.hts, tlb_entries=4, tm_blocks=6, processes=2))
     else:
         config = request.getfixturevalue(f"{preset}_config")
     hts, home_blocks = config.hts, config.memory.blocks
@@ -105,10 +105,13 @@ def test_tlb_matches_model(request, preset, seed):
                 seen.update(pointer_reset=model.tm_next != 0)
                 model.tm_next = 0
 
+            lookup_pid = rng.randrange(hts.processes)
+            ctx.set(dut.lookup_pid, lookup_pid)
             youngest = model.youngest_overlapping(read)
             assert ctx.get(dut.read_hit) == (youngest is not None), where
             if youngest is not None:
-                assert ctx.get(dut.read_exact) == (youngest.home == read), where
+                assert ctx.get(dut.read_exact) == (youngest.home == read and youngest.pid == lookup_pid), where
+                seen.update(read_hit_of_another_process=youngest.pid != lookup_pid)
                 assert ctx.get(dut.read_tm_base) == youngest.tm_base, where
             assert ctx.get(dut.write_hit) == model.any_overlapping(write), where
             room = model.has_room(blocks)
@@ -120,9 +123,9 @@ def test_tlb_matches_model(request, preset, seed):
             # An entry allocated last cycle is not offered yet (its ``touches`` are not ready).
             seen.update(young_held_back=model.retargetable(busy, retargetable, cycle + 2) is not retarget)
             # A branch's block is where its value is once this cycle's retarget has landed.
-            covering = model.youngest_overlapping((block, 1))
+            covering = model.youngest_of(lookup_pid, (block, 1))
             sent_home = covering is not None and covering is retarget
-            assert ctx.get(dut.branch_phys) == (block if sent_home else model.translate_block(block)), where
+            assert ctx.get(dut.branch_phys) == (block if sent_home else model.translate_block(block, lookup_pid)), where
             seen.update(branch_sent_home=sent_home)
             assert ctx.get(dut.copy_valid) == (copy is not None), where
             if copy is not None:
@@ -177,5 +180,7 @@ def test_tlb_matches_model(request, preset, seed):
                 assert held[alloc_slot] is new_entry, f"{where}: the new entry is not in slot {alloc_slot}"
 
     run(dut, bench)
-    exercised = ["copy", "retarget", "pointer_reset", "young_held_back", "branch_sent_home"] + (["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else [])
+    exercised = ["copy", "retarget", "pointer_reset", "young_held_back", "branch_sent_home"]
+    exercised += ["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else []
+    exercised += ["read_hit_of_another_process"] if hts.processes > 1 else []
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
