@@ -36,6 +36,8 @@ def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
     # Optional keys left unset are None here, and a configuration file leaves them out.
     raw["accelerators"] = [{field: setting for field, setting in acc.items() if setting is not None}
                            for acc in raw["accelerators"]]
+    if not raw["windows"]:
+        del raw["windows"]                    # none: all of memory, which a file says by leaving it out
     section, name = key.split(".")
     raw[section][name] = value
     return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")

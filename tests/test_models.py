@@ -73,7 +73,7 @@ def test_random_programs_are_sequentially_equivalent_and_finish(seed):
     assert_sequentially_equivalent(config, programs, seed)
 
 
-@settings(max_examples=500)
+@settings(max_examples=300)
 @given(st.integers(0, 2**32 - 1))
 def test_random_programs_in_windows_fault_alike_and_write_only_their_windows(seed):
     """Each process in a window of its own; some base registers point anywhere (wild)."""
