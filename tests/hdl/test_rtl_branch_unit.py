@@ -283,7 +283,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 proc.gprs[word.a], proc.gprs[word.b] = rng.choice(VALUES), rng.choice(VALUES)
                 x, y = proc.gprs[word.a], proc.gprs[word.b]      # A and B may name one register
                 block = rng.choice(blocks)
-                model.tlb.translate_block = lambda _, block=block: block
+                model.tlb.translate_block = lambda _block, _pid, block=block: block
                 model._decode_branch(cycle, proc, pc, word)
                 decoded = proc.branches[-1]
                 memory_read = decoded.kind != "RR"
