@@ -62,8 +62,22 @@ def assemble_file(path: str | Path, config: SystemConfig) -> Program:
 def load_program(path: str | Path, config: SystemConfig) -> Program:
     """A program from assembly source, or from an assembled image (.hex/.bin)."""
     if Path(path).suffix.lower() in IMAGE_SUFFIXES:
+        _refuse_oversized_image(path, config)
         return check_image(read_image(path), config)
     return assemble_file(path, config)
+
+
+def _refuse_oversized_image(path: str | Path, config: SystemConfig):
+    """Refuse, before reading it, an image larger than a source may be."""
+    shown = display_path(path)
+    try:
+        size = Path(path).stat().st_size
+    except OSError as err:
+        raise HTSError(f"cannot read: {err.strerror}", Location(shown)) from None
+    limit = source_limit(config)
+    if size > limit:
+        raise SourceError(f"image of {size:,} bytes is larger than any program of {config.hts.program_words} "
+                          f"instructions (hts.program_words) needs; the limit is {limit:,}", Location(shown))
 
 
 def check_image(image: Program, config: SystemConfig) -> Program:

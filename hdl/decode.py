@@ -22,7 +22,7 @@ from .gpr import COUNTER_PORT, GPRBank
 from .layouts import (decoded_signature, entry_of, fault_layout, region_layout, tracker_entry_layout, window_layout,
                       window_request_layout)
 from .loop_stack import LoopStack, loop_frame_layout
-from .primitives import lowest_set
+from .primitives import lowest_set, wire
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
 
@@ -125,7 +125,8 @@ class Decode(wiring.Component):
     - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
     - ``fault`` (out, :func:`hts.hdl.layouts.fault_layout`, combinational): a process
       stops at the instruction at its head, on its committed path, because it touches
-      memory outside its window (a task's region or a memory branch's block). It decodes
+      memory outside its window (a task's region or a memory branch's block) or cannot
+      execute at all (``FaultCause.ILLEGAL``, see ``_illegal``). It decodes
       nothing more and counts as drained. On a wrong path the same access stalls
       (``Stall.SPECULATIVE_FAULT``) until its branches resolve.
     - ``set_window`` (in, from the CPU port, :func:`hts.hdl.layouts.window_request_layout`):
@@ -231,6 +232,7 @@ class Decode(wiring.Component):
         word = head.word
         r_a, r_b, r_c = (Signal(REGISTER_BITS, name=f"r_{n}") for n in "abc")
         top = Signal(loop_frame_layout(config))
+        stack_empty, stack_full = Signal(), Signal()
         mask = spec_mask[chosen]
         skipping = skip_depth[chosen] != 0
         opcode = self._opcode(m, word.accel_id)
@@ -240,12 +242,14 @@ class Decode(wiring.Component):
                 counter = gprs[pid].read_value[COUNTER_PORT]
                 m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]),
                              r_c.eq(Mux(opcode == Opcode.LEND, counter, operands[pid][2])),
-                             top.eq(loops[pid].top)]
+                             top.eq(loops[pid].top), stack_empty.eq(loops[pid].empty),
+                             stack_full.eq(loops[pid].depth == hts.loop_depth)]
 
         # ---- task planning -------------------------------------------------------------
         plan_stall = Signal(Stall)
         home_reads, home_writes = self._task_regions(m, word, r_a, r_c)
-        cause = self._access_fault(m, opcode, word, r_a, r_c, self._windows(m)[chosen])
+        cause = self._fault_cause(m, opcode, word, r_a, r_c, self._windows(m)[chosen],
+                                  self._illegal(m, opcode, word, head.pc, chosen, top, stack_empty, stack_full))
         fault_stall = Mux(mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
         reads = Signal.like(home_reads)
         speculative_output = (mask != 0) & (word.d != 0)
@@ -260,9 +264,9 @@ class Decode(wiring.Component):
             m.d.comb += reads.base.eq(self.tlb_read_tm_base)
         with m.If(opcode == Opcode.TASK):
             self._plan_task(m, word, plan_stall, cause, fault_stall, speculative_output)
-        with m.Elif(cause != FaultCause.NONE):             # a memory branch stalls only on a fault
+        with m.Elif(cause != FaultCause.NONE):             # anything else stalls only on a fault
             m.d.comb += plan_stall.eq(fault_stall)
-        planned = ((opcode == Opcode.TASK) | (opcode == Opcode.IF)) & ~skipping
+        planned = ((opcode == Opcode.TASK) | (cause != FaultCause.NONE)) & ~skipping
         stalled = any_chosen & planned & (plan_stall != Stall.NONE)
         decoding = any_chosen & ~stalled
 
@@ -445,14 +449,52 @@ class Decode(wiring.Component):
                          windows[request.pid].end.eq(request.base + request.blocks)]
         return windows
 
-    def _access_fault(self, m: Module, opcode, word, r_a, r_c, window) -> Signal:
-        """Why the head's access leaves ``window``: a task's input or output region, or a
-        memory branch's block (``FaultCause.NONE`` if it stays inside)."""
+    def _illegal(self, m: Module, opcode, word, pc, chosen, top, stack_empty, stack_full) -> Signal:
+        """Whether the head cannot execute: what the assembler refuses in a program, where
+        hardware can see it (the CPU port takes any word).
+
+        An unassigned accelerator ID; a pid field other than the process's; an operand
+        register past ``hts.gprs``; ``lbeg`` on a full loop stack; ``lend`` with no open
+        loop, or naming another counter than the innermost loop's; a jump or branch
+        target before the first instruction.
+        """
+        hts = self._config.hts
+        ids = [acc.id for acc in self._config.accelerators] + list(RESERVED_ACCEL_ID.values())
+        known = Cat(*(word.accel_id == accel_id for accel_id in ids)).any()
+        memory_branch = word.k.branch.memory
+        registers = {  # opcode -> (field, whether it names a register)
+            Opcode.TASK: [(word.a, word.k.task.indirect), (word.c, word.k.task.indirect)],
+            Opcode.MOV: [(word.c, 1)],
+            Opcode.ADD: [(word.a, 1), (word.b, 1), (word.c, 1)],
+            Opcode.MUL: [(word.a, 1), (word.b, 1), (word.c, 1)],
+            Opcode.IF: [(word.a, ~memory_branch), (word.b, 1)],
+            Opcode.LBEG: [(word.b, 1)],
+            Opcode.LEND: [(word.b, 1)],
+        }
+        bad_register, bad_control = Signal(), Signal()
+        with m.Switch(opcode):
+            for op, fields in registers.items():
+                with m.Case(op):
+                    m.d.comb += bad_register.eq(Cat(*(named & (field >= hts.gprs) for field, named in fields)).any())
+        with m.Switch(opcode):
+            with m.Case(Opcode.LBEG):
+                m.d.comb += bad_control.eq((word.a != 0) & stack_full)
+            with m.Case(Opcode.LEND):
+                m.d.comb += bad_control.eq(stack_empty | (top.counter != word.b))
+            with m.Case(Opcode.JUMP, Opcode.IF):
+                m.d.comb += bad_control.eq((pc + word.c.as_signed()) < 0)
+        return wire(m, ~known | (word.pid != chosen) | bad_register | bad_control, "illegal")
+
+    def _fault_cause(self, m: Module, opcode, word, r_a, r_c, window, illegal) -> Signal:
+        """Why the head would fault: ``illegal``, or an access leaving ``window`` (a task's
+        input or output region, a memory branch's block); ``FaultCause.NONE`` if neither."""
         def outside(base, blocks):
             return (blocks != 0) & ((base < window.base) | (base + blocks > window.end))
 
         cause = Signal(FaultCause)
-        with m.If(opcode == Opcode.TASK):
+        with m.If(illegal):
+            m.d.comb += cause.eq(FaultCause.ILLEGAL)
+        with m.Elif(opcode == Opcode.TASK):
             with m.If(outside(self._base(word, r_a, word.a), word.b)):
                 m.d.comb += cause.eq(FaultCause.INPUT)
             with m.Elif(outside(self._base(word, r_c, word.c), word.d)):

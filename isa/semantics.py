@@ -10,12 +10,13 @@ __all__ = ["REGISTER_BITS", "FaultCause", "alu", "branch_taken"]
 REGISTER_BITS = 32
 
 
-class FaultCause(enum.Enum, shape=2):
+class FaultCause(enum.Enum, shape=3):
     """Why a process stopped at an instruction on its committed path (docs/isa.md, "Faults")."""
-    NONE   = 0
-    INPUT  = 1   # a task's input region leaves the process's window
-    OUTPUT = 2   # a task's output region leaves it
-    BRANCH = 3   # a memory branch's block lies outside it
+    NONE    = 0
+    INPUT   = 1  # a task's input region leaves the process's window
+    OUTPUT  = 2  # a task's output region leaves it
+    BRANCH  = 3  # a memory branch's block lies outside it
+    ILLEGAL = 4  # the word cannot execute (hardware only: software checks programs when it loads them)
 _MASK = (1 << REGISTER_BITS) - 1
 
 

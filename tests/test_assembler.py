@@ -219,3 +219,14 @@ def test_an_oversized_source_is_refused_before_it_is_read(default_config, tmp_pa
         assemble_file(path, default_config)
     with pytest.raises(SourceError, match="is longer than any program"):
         assemble(";" * (limit + 1), default_config, "text.s")
+
+
+@pytest.mark.parametrize("suffix", [".hex", ".bin"])
+def test_an_oversized_image_is_refused_before_it_is_read(default_config, tmp_path, monkeypatch, suffix):
+    from hts.assembler import image, load_program, source_limit
+    path = tmp_path / f"huge{suffix}"
+    with open(path, "wb") as out:             # sparse: no disk or time to write it
+        out.truncate(source_limit(default_config) + 16)
+    monkeypatch.setattr(image.Path, "read_bytes", lambda self: pytest.fail("the image was read"))
+    with pytest.raises(SourceError, match=rf"huge\{suffix}: image of [\d,]+ bytes is larger than any program"):
+        load_program(path, default_config)

@@ -16,11 +16,11 @@ from isolation import shared_windows, windows_example
 from system_sim import first_difference, run_rtl
 
 from hts import benchmarks
-from hts.assembler import assemble
+from hts.assembler import Program, assemble
 from hts.config import load_config
 from hts.hdl.hts import HTS
 from hts.hdl.trace import canonical
-from hts.isa import FaultCause
+from hts.isa import RESERVED_ACCEL_ID, FaultCause, Opcode, Word
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory, outside_windows
 from hts.progen import random_config, random_programs, random_windows
@@ -132,6 +132,38 @@ def test_a_memory_branch_on_a_block_outside_the_window_faults():
     model = assert_lockstep(config, [programs[0], assemble(BRANCH_OUTSIDE, config, "branch.s")])
     [fault] = model.faults
     assert (fault.pid, fault.pc, fault.cause) == (1, 1, FaultCause.BRANCH)
+
+
+def _op(op: Opcode, **fields) -> Word:
+    return Word(accel_id=RESERVED_ACCEL_ID[op], **fields)
+
+
+# Words no assembled or checked image holds, but a CPU may write: the RTL faults on them.
+LBEG, LEND = (lambda b: _op(Opcode.LBEG, a=1, b=b)), (lambda b: _op(Opcode.LEND, b=b))
+ILLEGAL = {
+    "unassigned accelerator ID": [Word(accel_id=0xFF)],
+    "accelerator ID of no class": [Word(accel_id=0x80, a=1, b=1, c=2, d=1)],
+    "another process's pid": [Word(accel_id=0, a=1, b=1, c=2, d=1, pid=1)],
+    "register past hts.gprs": [_op(Opcode.ADD, a=1, b=16, c=2)],
+    "indirect region from a register past hts.gprs": [Word(accel_id=0, a=20, b=1, c=2, d=1, k=1)],
+    "lend with no open loop": [LEND(4)],
+    "lend naming another counter": [LBEG(4), LEND(5)],
+    "lbeg on a full loop stack": [LBEG(4), LBEG(5), LBEG(6), LBEG(7), LBEG(8)],   # tiny: 4 deep
+    "jump before the first instruction": [_op(Opcode.JUMP, c=0x10000 - 8)],
+    "branch before the first instruction": [_op(Opcode.IF, b=1, c=0x10000 - 8)],
+}
+
+
+@pytest.mark.parametrize("case", ILLEGAL)
+def test_a_word_that_cannot_execute_faults_as_illegal(tiny_config, case):
+    task = Word(accel_id=tiny_config.accelerator("vector_add").id, a=0, b=1, c=3, d=1)
+    words = [task, *ILLEGAL[case], task]
+    program = Program(tuple(word.encode() for word in words), "raw.hex")
+    rtl = run_rtl(tiny_config, [program], initial_memory(tiny_config), cycle_limit=400)
+    pc = len(words) - 2
+    assert rtl.faults and rtl.faults[0][1:] == (0, pc, "ILLEGAL") and len(rtl.faults) == 1
+    assert rtl.ended                                   # the first task finished, then the process ended
+    assert [e["pc"] for e in rtl.events if e["event"] == "complete"] == [0]
 
 
 def test_a_process_waits_for_another_processes_speculative_copy_to_go(default_config):
