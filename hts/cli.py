@@ -343,12 +343,13 @@ def cmd_cosim(args) -> int:
 def cmd_fuzz(args) -> int:
     from .cosim.fuzz import fuzz_job
     from .cosim.run import cosimulate
-    failures, done, batch = [], 0, args.batch
+    failures, faulted, done, batch = [], 0, 0, args.batch
     while done < args.seeds:
         count = min(batch, args.seeds - done)
         job = fuzz_job(args.system, args.first + done, count)
         outcomes = cosimulate(job, progress=_to_stderr)
         failures += [outcome for outcome in outcomes if not outcome.match]
+        faulted += sum(bool(outcome.faults) for outcome in outcomes)
         done += count
         cycles = sum(outcome.cycles or 0 for outcome in outcomes)
         _to_stderr(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
@@ -356,7 +357,8 @@ def cmd_fuzz(args) -> int:
     for outcome in failures:
         _print_outcome_failure(outcome)
     print(f"{args.seeds - len(failures)} of {args.seeds} random programs match the model "
-          f"(system {args.system}, seeds {args.first}..{args.first + args.seeds - 1})")
+          f"(system {args.system}, seeds {args.first}..{args.first + args.seeds - 1}); "
+          f"{faulted} of them faulted a process")
     return 1 if failures else 0
 
 

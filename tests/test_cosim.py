@@ -133,6 +133,17 @@ def test_cli_cosim_bad_program_names_the_file_and_line(tmp_path):
     assert f"{bad.name}:2:" in result.stderr
 
 
+def test_cli_cosim_reports_a_fault_the_cpu_port_and_the_model_agree_on(tmp_path):
+    program = tmp_path / "fault.s"
+    program.write_text("mov ffff 0 r1 0 0 0 0\nvector_add 0 1 3 1 0 0 0 0\n"
+                       "vector_add r1 1 r1 1 1 0 1 0   ; reads block 0xffff: past the end of memory\n")
+    result = _hts("cosim", str(program), "-c", "tiny", "--json")
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    summary = json.loads(result.stdout)
+    assert summary["match"] and [(f["pid"], f["pc"], f["cause"]) for f in summary["faults"]] == [(0, 2, "INPUT")]
+    assert "fault.s:3: process 0 faulted at pc 2" in result.stderr
+
+
 def test_cli_fuzz_reports_the_count():
     result = _hts("fuzz", "--seeds", "3", "--system", "one", "--first", str(random.Random(1).randint(0, 999)))
     assert result.returncode == 0, result.stderr
