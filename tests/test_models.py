@@ -62,7 +62,7 @@ def test_audio_taken_branch_is_sequentially_equivalent(preset):
     assert_sequentially_equivalent(config, [assemble(benchmarks.audio_compression(4, taken=True), config)])
 
 
-@settings(max_examples=1000)
+@settings(max_examples=500)
 @given(st.integers(0, 2**32 - 1))
 def test_random_programs_are_sequentially_equivalent_and_finish(seed):
     """Random systems (down to one entry everywhere) running 1-3 random processes."""

@@ -22,7 +22,7 @@ def hts(*args, cwd=None, env=None):
                           cwd=cwd, env=env, timeout=600)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny", "large"])
+@pytest.mark.parametrize("preset", ["default", "tiny", pytest.param("large", marks=pytest.mark.slow)])
 def test_verilog_of_the_memory_tracker_lints_clean(tmp_path, preset):
     out = tmp_path / "tracker.v"
     result = hts("verilog", "-c", preset, "--block", "memory_tracker", "-o", out)

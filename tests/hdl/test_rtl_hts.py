@@ -39,8 +39,15 @@ def assert_lockstep(config, programs, seed: int = 0, reset_after: int | None = N
     return model
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny"])
-@pytest.mark.parametrize("name", benchmarks.BENCHMARKS)
+# Every benchmark on tiny, three on the default (the co-simulation runs all ten on both,
+# through Verilator); `pytest -m slow` adds the other seven here.
+DEFAULT_BENCHMARKS = ("audio_compression", "branch_taken_dependency", "loop_dependency")
+
+
+@pytest.mark.parametrize("preset,name", [
+    *(("tiny", name) for name in benchmarks.BENCHMARKS),
+    *(("default", name) if name in DEFAULT_BENCHMARKS else pytest.param("default", name, marks=pytest.mark.slow)
+      for name in benchmarks.BENCHMARKS)])
 def test_benchmark_trace_equals_the_model(name, preset):
     config = load_config(preset)
     assert_lockstep(config, [assemble(benchmarks.source(name), config, f"{name}.s")])
@@ -75,8 +82,10 @@ def test_random_programs_trace_equals_the_model(seed):
 # branch reads, must leave nothing that the next run can see: registers that hold a
 # record only while a valid bit says so carry no reset (docs/hardware.md), so this is
 # what checks that every such record is really guarded by its valid bit.
-@pytest.mark.parametrize("reset_after", [3, 40, 400])
-@pytest.mark.parametrize("preset,name", [("default", "audio_compression"), ("tiny", "branch_taken_dependency")])
+@pytest.mark.parametrize("preset,name,reset_after", [
+    *(("tiny", "branch_taken_dependency", after) for after in (3, 40, 400)),
+    ("default", "audio_compression", 40),
+    *(pytest.param("default", "audio_compression", after, marks=pytest.mark.slow) for after in (3, 400))])
 def test_a_reset_mid_run_leaves_nothing_behind(preset, name, reset_after):
     config = load_config(preset)
     assert_lockstep(config, [assemble(benchmarks.source(name), config, f"{name}.s")], reset_after=reset_after)
