@@ -123,7 +123,6 @@ class HTSModel:
         self.busy_cycles = [0] * len(self.classes)
         self.completed: list[DecodedTask] = []
         self.completed_speculative: list[DecodedTask] = []   # completed, still under a branch
-        self.faults: list[Fault] = []
         self._last_stalls: dict[int, str] = {}
         self._drained: list[bool] = []         # per process, at the start of the cycle
         # End-of-cycle effects gathered during the cycle.
@@ -397,7 +396,6 @@ class HTSModel:
         if proc.spec_mask:
             return "speculative_fault"
         proc.fault = Fault(proc.pid, pc, *fault, proc.location(pc), cycle=t)
-        self.faults.append(proc.fault)
         self.trace.emit(t, "fault", pid=proc.pid, pc=pc, cause=fault[0].name)
         return "fault"
 
@@ -644,4 +642,4 @@ class HTSModel:
         committed = [(task.pid, task.pc, task.data) for task in self.completed if not task.squashed]
         return RunResult(self.scheduler, cycles, len(committed), self.memory, self.trace, utilization,
                          stalls, [proc.gprs.snapshot() for proc in self.processes], self.simulated, committed,
-                         self.faults)
+                         sorted((proc.fault for proc in self.processes if proc.fault), key=lambda f: f.cycle))
