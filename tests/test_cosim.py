@@ -12,9 +12,11 @@ import random
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from amaranth.lib import data
+from isolation import windows_example
 
 from hts import benchmarks
 from hts.assembler import assemble
@@ -99,6 +101,20 @@ def test_a_different_trace_is_reported_with_the_cycle_and_both_events():
     assert not outcome.match
     assert outcome.difference.startswith("first difference in cycle ")
     assert "model:" in outcome.difference and "rtl:" in outcome.difference
+
+
+def test_a_write_outside_every_window_is_reported_even_where_model_and_executor_agree(monkeypatch):
+    """The scoreboard's last guard: memory outside the windows must be as it started."""
+    config, programs = windows_example()
+    spec = RunSpec(name="windows", programs=tuple(programs), windows=config.windows)
+    run = spec.reference(config)
+    stray = config.window(1).end * config.memory.block_words        # the first word past both windows
+    run.memory.words[stray] ^= 1
+    monkeypatch.setattr("hts.cosim.scoreboard.run_sequential", lambda *_: SimpleNamespace(memory=run.memory))
+    faults = [(f.cycle, f.pid, f.pc, f.cause.name) for f in run.faults]
+    outcome = score(config, spec, run, canonical([e.as_dict() for e in run.trace.events]), run.cycles,
+                    run.memory, faults, 0, 1.0)
+    assert outcome.difference == "home memory outside every process's window changed"
 
 
 def _hts(*args):
