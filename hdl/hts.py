@@ -67,8 +67,8 @@ def cpu_signature(config: SystemConfig) -> wiring.Signature:
       (reset: all of home memory);
     - ``fault`` (in, :func:`hts.hdl.layouts.fault_layout`): ``valid``, ``pid``, ``pc``,
       ``cause``, for one cycle: the process stopped at that instruction of its committed
-      path, which touches memory outside its window. Its older tasks finish, then it
-      ends as if drained (the model reports the fault as an error at the source line).
+      path, which touches memory outside its window or cannot execute (``ILLEGAL``). Its
+      older tasks finish, then it ends as if drained (the model reports the fault as an error at the source line).
     """
     hts, widths = config.hts, config.widths
     return wiring.Signature({

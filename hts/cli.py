@@ -335,8 +335,8 @@ def cmd_cosim(args) -> int:
         return 1
     # The CPU port's faults matched the model's: report each at its source line.
     for cycle, pid, pc, cause in outcome.faults:
-        print(f"{programs[pid].location(pc)}: process {pid} faulted at pc {pc} in cycle {cycle}: its "
-              f"{cause.lower()} leaves its window (reported on the CPU port)", file=sys.stderr)
+        print(f"{programs[pid].location(pc)}: process {pid} faulted at pc {pc} in cycle {cycle}, cause {cause} "
+              f"(on the CPU port, as in the model; `hts run` gives the region)", file=sys.stderr)
     return 1 if outcome.faults else 0
 
 
