@@ -11,7 +11,7 @@ memory branch's block translated by the TLB; the branch unit searches its writer
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
-from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -231,6 +231,7 @@ class Decode(wiring.Component):
         head = self.head[chosen]
         word = head.word
         r_a, r_b, r_c = (Signal(REGISTER_BITS, name=f"r_{n}") for n in "abc")
+        counter = Signal(REGISTER_BITS)     # lend's counter register, named by the loop top
         top = Signal(loop_frame_layout(config))
         stack_empty, stack_full = Signal(), Signal()
         mask = spec_mask[chosen]
@@ -239,9 +240,8 @@ class Decode(wiring.Component):
         for pid in range(processes):
             with m.If(chosen == pid):
                 # lend reads its counter register, named by the loop top, this cycle.
-                counter = gprs[pid].read_value[COUNTER_PORT]
-                m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]),
-                             r_c.eq(Mux(opcode == Opcode.LEND, counter, operands[pid][2])),
+                m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]), r_c.eq(operands[pid][2]),
+                             counter.eq(gprs[pid].read_value[COUNTER_PORT]),
                              top.eq(loops[pid].top), stack_empty.eq(loops[pid].empty),
                              stack_full.eq(loops[pid].depth == hts.loop_depth)]
 
@@ -262,12 +262,14 @@ class Decode(wiring.Component):
         ]
         with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
             m.d.comb += reads.base.eq(self.tlb_read_tm_base)
+        faulting = cause != FaultCause.NONE
         with m.If(opcode == Opcode.TASK):
-            self._plan_task(m, word, plan_stall, cause, fault_stall, speculative_output)
-        with m.Elif(cause != FaultCause.NONE):             # anything else stalls only on a fault
+            task_blocked = self._plan_task(m, word, plan_stall, faulting, fault_stall, speculative_output)
+        with m.Elif(faulting):                              # anything else stalls only on a fault
             m.d.comb += plan_stall.eq(fault_stall)
-        planned = ((opcode == Opcode.TASK) | (cause != FaultCause.NONE)) & ~skipping
-        stalled = any_chosen & planned & (plan_stall != Stall.NONE)
+        # Whether it stalls is an OR of the conditions; which reason, the priority above.
+        blocked = Mux(opcode == Opcode.TASK, task_blocked, faulting)
+        stalled = wire(m, any_chosen & ~skipping & blocked, "stalled")
         decoding = any_chosen & ~stalled
 
         writes = Signal.like(home_writes)
@@ -288,6 +290,11 @@ class Decode(wiring.Component):
             m.d.sync += faulted.bit_select(chosen, 1).eq(1)
 
         # ---- executing the instruction --------------------------------------------------
+        # What a task or a branch carries goes out whatever the stall decides; only the
+        # valid and enable bits wait for it (docs/hardware.md, "Timing").
+        self._task_fields(m, chosen, head, word, mask, reads, writes, home_writes)
+        self._branch_fields(m, chosen, head, word, mask, r_a, r_b)
+        self._gpr_write_fields(m, opcode, word, r_a, r_b, counter, top)
         new_id = Signal(bits_for(hts.spec_ids))     # the lowest free speculation ID
         m.d.comb += new_id.eq(lowest_set(free_ids))
         allocated_ids = Signal(hts.spec_ids)
@@ -305,18 +312,18 @@ class Decode(wiring.Component):
             with m.Else():
                 with m.Switch(opcode):
                     with m.Case(Opcode.TASK):
-                        self._decode_task(m, chosen, head, word, mask, reads, writes, home_writes,
-                                          speculative_output)
+                        m.d.comb += [self.tracker_alloc.eq(1), self.enqueue.valid.eq(1),
+                                     self.tlb_alloc.eq(speculative_output)]
                     with m.Case(Opcode.MOV):
-                        self._write_gpr(m, gprs, chosen, word.c, word.a)
+                        self._write_gpr(m, chosen)
                     with m.Case(Opcode.ADD):
-                        self._write_gpr(m, gprs, chosen, word.c, r_a + r_b)
+                        self._write_gpr(m, chosen)
                     with m.Case(Opcode.MUL):
-                        self._write_gpr(m, gprs, chosen, word.c, r_a * r_b)
+                        self._write_gpr(m, chosen)
                     with m.Case(Opcode.JUMP):
                         self._redirect(m, chosen, self._target(head.pc, word.c))
                     with m.Case(Opcode.LBEG):
-                        self._write_gpr(m, gprs, chosen, word.b, 0)
+                        self._write_gpr(m, chosen)
                         with m.If(word.a == 0):
                             m.d.comb += next_skip.eq(1)
                         with m.Else():
@@ -327,7 +334,7 @@ class Decode(wiring.Component):
                                                  loops[pid].frame.counter.eq(word.b),
                                                  loops[pid].frame.remaining.eq(word.a - 1)]
                     with m.Case(Opcode.LEND):
-                        self._write_gpr(m, gprs, chosen, top.counter, r_c + 1)
+                        self._write_gpr(m, chosen)
                         for pid in range(processes):
                             with m.If(chosen == pid):
                                 with m.If(top.remaining == 0):
@@ -338,8 +345,7 @@ class Decode(wiring.Component):
                         with m.If(top.remaining != 0):
                             self._redirect(m, chosen, top.body_start)
                     with m.Case(Opcode.IF):
-                        self._decode_branch(m, gprs, loops, chosen, head, word, mask, r_a, r_b, free_ids,
-                                            new_id, allocated_ids, new_mask)
+                        self._decode_branch(m, chosen, word, free_ids, new_id, allocated_ids, new_mask)
 
         # ---- end of cycle ----------------------------------------------------------------
         m.d.sync += free_ids.eq((free_ids & ~allocated_ids) | self.freed_ids)
@@ -409,20 +415,21 @@ class Decode(wiring.Component):
                         m.d.comb += opcode.eq(op)
         return opcode
 
-    def _plan_task(self, m: Module, word, plan_stall, cause, fault_stall, speculative_output):
-        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order."""
-        with m.If(~self.window_has_room):
-            m.d.comb += plan_stall.eq(Stall.WINDOW_FULL)
-        with m.Elif(~self.tracker_has_free):
-            m.d.comb += plan_stall.eq(Stall.TRACKER_FULL)
-        with m.Elif(cause != FaultCause.NONE):
-            m.d.comb += plan_stall.eq(fault_stall)
-        with m.Elif((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact):
-            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
-        with m.Elif(speculative_output & ~self.tlb_has_room):
-            m.d.comb += plan_stall.eq(Stall.TLB_FULL)
-        with m.Elif(~speculative_output & (word.d != 0) & self.tlb_write_hit):
-            m.d.comb += plan_stall.eq(Stall.TLB_CONFLICT)
+    def _plan_task(self, m: Module, word, plan_stall, faulting, fault_stall, speculative_output) -> Value:
+        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order,
+        into ``plan_stall``; returned: whether any reason holds."""
+        reasons = [
+            (~self.window_has_room, Stall.WINDOW_FULL),
+            (~self.tracker_has_free, Stall.TRACKER_FULL),
+            (faulting, fault_stall),
+            ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact, Stall.TLB_CONFLICT),
+            (speculative_output & ~self.tlb_has_room, Stall.TLB_FULL),
+            (~speculative_output & (word.d != 0) & self.tlb_write_hit, Stall.TLB_CONFLICT),
+        ]
+        for index, (condition, stall) in enumerate(reasons):
+            with (m.If if index == 0 else m.Elif)(condition):
+                m.d.comb += plan_stall.eq(stall)
+        return Cat(*(condition for condition, _ in reasons)).any()
 
     def _task_regions(self, m: Module, word, r_a, r_c):
         """Home regions of the task at the head (bases cut to the physical width: a region
@@ -489,7 +496,8 @@ class Decode(wiring.Component):
         """Why the head would fault: ``illegal``, or an access leaving ``window`` (a task's
         input or output region, a memory branch's block); ``FaultCause.NONE`` if neither."""
         def outside(base, blocks):
-            return (blocks != 0) & ((base < window.base) | (base + blocks > window.end))
+            # base + blocks > end, with no adder in series with the compare
+            return (blocks != 0) & ((base < window.base) | (base > window.end - blocks))
 
         cause = Signal(FaultCause)
         with m.If(illegal):
@@ -503,7 +511,9 @@ class Decode(wiring.Component):
             m.d.comb += cause.eq(FaultCause.BRANCH)
         return cause
 
-    def _decode_task(self, m, chosen, head, word, mask, reads, writes, home_writes, speculative_output):
+    def _task_fields(self, m, chosen, head, word, mask, reads, writes, home_writes):
+        """The head as a task: its tracker entry, its record for the enqueue stage and its
+        TLB entry, valid only with ``tracker_alloc``, ``enqueue.valid`` and ``tlb_alloc``."""
         config = self._config
         class_of = Signal(config.widths.accel_class)
         with m.Switch(word.accel_id):
@@ -512,55 +522,54 @@ class Decode(wiring.Component):
                     m.d.comb += class_of.eq(index)
         tag, entry, task = self.tracker_free_tag, self.tracker_alloc_entry, self.enqueue.task
         m.d.comb += [
-            self.tracker_alloc.eq(1),
             entry.pid.eq(chosen),
             entry.reads.eq(reads),
             entry.writes.eq(writes),
             entry.pc.eq(head.pc),
             entry.task_id.eq(word.task_id),
             entry.metadata.eq(word.metadata),
-            self.enqueue.valid.eq(1),
             *(getattr(task, name).eq(getattr(entry, name)) for name, _ in entry.shape()),
             task.tag.eq(tag),
             task.accel_class.eq(class_of),
             task.mask.eq(mask),
+            self.tlb_alloc_entry.pid.eq(chosen),
+            self.tlb_alloc_entry.home.eq(home_writes),
+            self.tlb_alloc_entry.mask.eq(mask),
+            self.tlb_alloc_entry.producer.eq(tag),
         ]
-        with m.If(speculative_output):
-            m.d.comb += [
-                self.tlb_alloc.eq(1),
-                self.tlb_alloc_entry.pid.eq(chosen),
-                self.tlb_alloc_entry.home.eq(home_writes),
-                self.tlb_alloc_entry.mask.eq(mask),
-                self.tlb_alloc_entry.producer.eq(tag),
-            ]
 
-    def _decode_branch(self, m, gprs, loops, chosen, head, word, mask, r_a, r_b, free_ids, new_id,
-                       allocated_ids, new_mask):
-        config = self._config
+    def _branch_fields(self, m, chosen, head, word, mask, r_a, r_b):
+        """The head as an ``if`` for the branch unit, valid only with ``branch.valid``; a
+        memory branch's block is translated by the TLB."""
         branch = self.branch
-        memory = word.k.branch.memory
-        speculate = memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
         m.d.comb += [
             self.tlb_branch_block.eq(word.a),
-            branch.valid.eq(1),
             branch.pid.eq(chosen),
             branch.pc.eq(head.pc),
             branch.target.eq(self._target(head.pc, word.c)),
             branch.cond.eq(word.k.branch.cond),
+            # A memory branch is MR until the branch unit searches its block's writers.
+            branch.kind.eq(Mux(word.k.branch.memory, BranchKind.MR, BranchKind.RR)),
             branch.x.eq(r_a),
             branch.y.eq(r_b),
             branch.block.eq(self.tlb_branch_phys),
             branch.mask.eq(mask),
         ]
-        # A memory branch is MR until the branch unit searches its block's writers.
-        m.d.comb += branch.kind.eq(Mux(memory, BranchKind.MR, BranchKind.RR))
+
+    def _decode_branch(self, m, chosen, word, free_ids, new_id, allocated_ids, new_mask):
+        """An ``if`` decodes: it goes to the branch unit; a speculated one takes the lowest
+        free ID and checkpoints its process's GPRs and loop stack."""
+        config = self._config
+        branch = self.branch
+        speculate = word.k.branch.memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
+        m.d.comb += branch.valid.eq(1)
         with m.If(speculate):
             m.d.comb += [branch.speculated.eq(1), branch.spec_id.eq(new_id),
                          allocated_ids.eq(1 << new_id), new_mask.eq(1 << new_id)]
             for pid in range(config.hts.processes):
                 with m.If(chosen == pid):
-                    m.d.comb += [gprs[pid].checkpoint_en.eq(1), gprs[pid].checkpoint_slot.eq(new_id),
-                                 loops[pid].checkpoint_en.eq(1), loops[pid].checkpoint_slot.eq(new_id)]
+                    m.d.comb += [self.gprs[pid].checkpoint_en.eq(1), self.gprs[pid].checkpoint_slot.eq(new_id),
+                                 self.loops[pid].checkpoint_en.eq(1), self.loops[pid].checkpoint_slot.eq(new_id)]
 
     def _target(self, pc, offset):
         """pc + signed C, saturated at ``program_words`` (past the end: nothing to fetch).
@@ -571,10 +580,28 @@ class Decode(wiring.Component):
         end = self._config.hts.program_words
         return Mux(target > end, end, target)
 
-    def _write_gpr(self, m, gprs, chosen, index, value):
-        for pid, bank in enumerate(gprs):
+    def _gpr_write_fields(self, m, opcode, word, r_a, r_b, counter, top):
+        """The register the head writes and its value, to every bank; only the chosen
+        bank's ``write_en`` (``_write_gpr``) waits for the stall logic."""
+        index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
+        with m.Switch(opcode):
+            with m.Case(Opcode.MOV):
+                m.d.comb += [index.eq(word.c), value.eq(word.a)]
+            with m.Case(Opcode.ADD):
+                m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
+            with m.Case(Opcode.MUL):
+                m.d.comb += [index.eq(word.c), value.eq(r_a * r_b)]
+            with m.Case(Opcode.LBEG):
+                m.d.comb += index.eq(word.b)
+            with m.Case(Opcode.LEND):
+                m.d.comb += [index.eq(top.counter), value.eq(counter + 1)]
+        for bank in self.gprs:
+            m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
+
+    def _write_gpr(self, m, chosen):
+        for pid, bank in enumerate(self.gprs):
             with m.If(chosen == pid):
-                m.d.comb += [bank.write_en.eq(1), bank.write_index.eq(index), bank.write_value.eq(value)]
+                m.d.comb += bank.write_en.eq(1)
 
     def _redirect(self, m, chosen, pc):
         m.d.comb += [self.redirect.bit_select(chosen, 1).eq(1)]

@@ -363,7 +363,8 @@ class HTS(wiring.Component):
             decode.confirm.eq(branch_unit.confirm),
             decode.freed_ids.eq(branch_unit.freed_ids),
             # The task in the enqueue stage has a window slot waiting for it.
-            decode.window_has_room.eq(self.window.room > enqueue.occupied),
+            # Both compares run from registered state; the held task only picks one.
+            decode.window_has_room.eq(Mux(enqueue.occupied, self.window.room > 1, self.window.room > 0)),
             branch_unit.alloc.eq(decode.branch),
             self.window.append.eq(enqueue.append),
             self.window.append_task.eq(enqueue.append_task),

@@ -133,14 +133,20 @@ def _field_width(name: str) -> int:
     return next(width for field, _, width in FIELDS if field == name)
 
 
-def overlaps(a, b) -> Value:
+def region_end(region) -> Value:
+    """The block after ``region``, one bit wider than its base so that a region reaching
+    the top of the physical space does not wrap."""
+    return region.base + region.blocks
+
+
+def overlaps(a, b, *, a_end=None, b_end=None) -> Value:
     """Whether two regions share a block: two range comparators and two non-empty checks.
 
-    The ends are computed one bit wider than the bases so that a region reaching the top
-    of the physical space does not wrap.
+    An end held in a register (``a_end``, ``b_end``) saves the adder in front of its
+    comparator.
     """
-    a_end = a.base + a.blocks
-    b_end = b.base + b.blocks
+    a_end = region_end(a) if a_end is None else a_end
+    b_end = region_end(b) if b_end is None else b_end
     return (a.blocks != 0) & (b.blocks != 0) & (a.base < b_end) & (b.base < a_end)
 
 

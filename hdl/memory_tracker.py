@@ -134,8 +134,11 @@ class MemoryTracker(wiring.Component):
         # Entries, ages and ``touches`` mean something only for valid tags: no reset (hdl/layouts.py).
         entries = record_register(m, self.entries, "entry_records")
         older = record_register(m, self.older, "older_records")
-        allocated = Signal(count)
+        allocated, writing = Signal(count), Signal(count)
         m.d.comb += allocated.eq(index_set([self.alloc], [self.free_tag], count))
+        # The free tag's entry and age row are written every cycle, decode or not: an entry
+        # means nothing until its valid bit is set, so only that bit waits for decode.
+        m.d.comb += writing.eq(index_set([self.has_free], [self.free_tag], count))
         remaining = self.valid & ~self.release
         # The retarget is applied to the arriving entry and to each held one apart, so that
         # what it rewrites in held entries (for ``touches``) does not wait for decode.
@@ -143,16 +146,13 @@ class MemoryTracker(wiring.Component):
         rewritten = []
         for tag in range(count):
             held, rewrote = self._retargeted(m, tag, self.entries[tag], f"retargeted_{tag}")
-            m.d.sync += entries[tag].eq(Mux(self.alloc & (self.free_tag == tag), arriving, held))
+            m.d.sync += entries[tag].eq(Mux(writing[tag], arriving, held))
             rewritten.append(rewrote)
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
         self._update_touches(m, rewritten)
-        # The new task is younger than every task staying, and older than none. Written
-        # only in a cycle that allocates, so that the matrix's flip-flops take ``alloc``
-        # as their clock enable.
-        with m.If(self.alloc):
-            update_age_matrix(m, older, allocated, [remaining] * count)
+        # The new task is younger than every task staying, and older than none.
+        update_age_matrix(m, older, writing, [remaining] * count)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
 

@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, record_register, region_layout
+from .layouts import overlaps, record_register, region_end, region_layout
 from .primitives import encode, index_set, lowest_set, oldest, select, update_age_matrix, wire, youngest
 
 __all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
@@ -146,6 +146,8 @@ class TaskLookupBuffer(wiring.Component):
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
         # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
+        # Each entry's home end, computed when it is written, keeps an adder off every search.
+        self._home_ends = Signal(data.ArrayLayout(config.widths.phys_block + 1, count), reset_less=True)
         self._young = Signal(count)
 
     def elaborate(self, platform):
@@ -153,18 +155,25 @@ class TaskLookupBuffer(wiring.Component):
         count = self._count
         tm_next = Signal(range(self._tm_blocks + 1))
         tm_base = Signal.like(tm_next)             # the pointer as it stands this cycle
-        m.d.comb += tm_base.eq(Mux(self.tm_idle & ~self.valid.any(), 0, tm_next))
+        pointer_reset = self.tm_idle & ~self.valid.any()
+        m.d.comb += tm_base.eq(Mux(pointer_reset, 0, tm_next))
 
         retargeting = self._choose_for_copy_back(m)
         self._look_up(m, retargeting)
 
         # Room: a free slot and TM left. The new entry goes to the lowest free slot.
-        allocating = Signal(count)                 # the slot written this cycle, if any
+        allocating = Signal(count)                 # the slot allocated this cycle, if any
+        # The lowest free slot is written every cycle, allocation or not: an entry means
+        # nothing until its valid bit is set, so only that bit waits for decode.
+        writing = Signal(count)
         m.d.comb += [
-            self.has_room.eq(~self.valid.all() & (tm_base + self.alloc_blocks <= self._tm_blocks)),
+            # TM room for both values of the pointer, so that the reset only picks one.
+            self.has_room.eq(~self.valid.all() & Mux(pointer_reset, self.alloc_blocks <= self._tm_blocks,
+                                                     tm_next + self.alloc_blocks <= self._tm_blocks)),
             self.alloc_tm_base.eq(self._home_blocks + tm_base),
             self.alloc_slot.eq(lowest_set(~self.valid)),
             allocating.eq(index_set([self.alloc], [self.alloc_slot], count)),
+            writing.eq(index_set([~self.valid.all()], [self.alloc_slot], count)),
         ]
         m.d.sync += self._young.eq(allocating)
 
@@ -179,7 +188,7 @@ class TaskLookupBuffer(wiring.Component):
         entries = record_register(m, self.entries, "entry_records")
         for slot, (entry, valid) in enumerate(zip(entries, self.valid)):
             current = Signal.like(new_entry, name=f"current{slot}")
-            m.d.comb += current.eq(Mux(allocating[slot], new_entry, entry))
+            m.d.comb += current.eq(Mux(writing[slot], new_entry, entry))
             m.d.comb += survives[slot].eq((valid | allocating[slot]) & ~(current.mask & self.drop).any()
                                           & ~self.remove[slot])
             m.d.sync += [
@@ -188,15 +197,20 @@ class TaskLookupBuffer(wiring.Component):
                 entry.mask.eq(current.mask & ~self.confirm),
             ]
         m.d.sync += self.valid.eq(survives)
+        new_end = wire(m, region_end(request.home), "new_home_end")
+        for slot, end in enumerate(self._home_ends):
+            with m.If(writing[slot]):
+                m.d.sync += end.eq(new_end)
 
         # The new entry is younger than every entry present, so its row is the valid set
         # (its overlapping part, for ``shadowed``) and its column is cleared in every
         # other row. Bits of slots freed later go stale: every use ANDs with ``valid``.
-        new_overlaps = Cat(*(overlaps(request.home, entry.home) for entry in self.entries))
-        update_age_matrix(m, self.older, allocating, [self.valid] * count)
-        update_age_matrix(m, self._shadowed, allocating, [new_overlaps & self.valid] * count)
+        new_overlaps = Cat(*(overlaps(request.home, entry.home, a_end=new_end, b_end=end)
+                             for entry, end in zip(self.entries, self._home_ends)))
+        update_age_matrix(m, self.older, writing, [self.valid] * count)
+        update_age_matrix(m, self._shadowed, writing, [new_overlaps & self.valid] * count)
 
-        m.d.sync += tm_next.eq(tm_base + Mux(self.alloc, self.alloc_blocks, 0))
+        m.d.sync += tm_next.eq(Mux(self.alloc, tm_base + self.alloc_blocks, tm_base))
         return m
 
     def _look_up(self, m: Module, retargeting: Value):
@@ -206,25 +220,28 @@ class TaskLookupBuffer(wiring.Component):
         entry made in parallel with the search, and is left home when that entry is
         ``retargeting`` (one-hot), rather than compared with the retarget range after it.
         """
-        branch_region = Signal.like(self.read_region)
-        m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1)]
         homes = [entry.home for entry in self.entries]
         tm_bases = [entry.tm_base for entry in self.entries]
         offsets = [entry.tm_base - entry.home.base for entry in self.entries]
         own = wire(m, Cat(*(entry.pid == self.lookup_pid for entry in self.entries)), "own_entries")
 
         def hits(region, name: str) -> Signal:
-            return wire(m, Cat(*(valid & overlaps(home, region) for valid, home in zip(self.valid, homes))), name)
+            end = wire(m, region_end(region), f"{name}_end")
+            return wire(m, Cat(*(valid & overlaps(region, home, a_end=end, b_end=home_end)
+                                 for valid, home, home_end in zip(self.valid, homes, self._home_ends))), name)
 
-        read_hits, branch_hits = hits(self.read_region, "read_hits"), hits(branch_region, "branch_hits") & own
+        # A branch reads one block: inside a home, no adder for its end.
+        branch_hits = wire(m, Cat(*(valid & (home.base <= self.branch_block) & (self.branch_block < home_end)
+                                    for valid, home, home_end in zip(self.valid, homes, self._home_ends))) & own,
+                           "branch_hits")
+        read_hits = hits(self.read_region, "read_hits")
         read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)
-        read_home = Signal.like(self.read_region)
+        exact = Cat(*(home.as_value() == self.read_region.as_value() for home in homes))
         branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
-            read_home.eq(select(read_entry, homes)),
             self.read_hit.eq(read_hits.any()),
-            self.read_exact.eq(self.read_hit & (Cat(*read_entry) & own).any()
-                               & (read_home.as_value() == self.read_region.as_value())),
+            # Each entry's equality is compared beside its overlap, not after the pick.
+            self.read_exact.eq((Cat(*read_entry) & own & exact).any()),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
             self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),
