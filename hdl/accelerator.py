@@ -117,20 +117,25 @@ class LatencyCore(wiring.Component):
         cycles_to_write = writeback_cycles(self._config, self.task.writes.blocks)
         writeback_from = Signal.like(cycles_to_write)
 
+        # ``done`` is running & remaining == 0, kept in a flip-flop set a cycle ahead, so
+        # that the CDB's grant starts from a register rather than a counter compare.
+        done = Signal()
         m.d.comb += [
-            self.done.eq(running & (remaining == 0)),
+            self.done.eq(done),
             self.writeback.eq(running & (remaining <= writeback_from)),
             self.dma.read.eq(0),
             self.dma.write.eq(0),
         ]
+        m.d.sync += done.eq(running & (remaining <= 1))
         with m.If(self.start):
             m.d.sync += [
+                done.eq(latency == 1),
                 running.eq(1),
                 remaining.eq(latency - 1),
                 writeback_from.eq(cycles_to_write),
             ]
         with m.Elif(self.release):
-            m.d.sync += running.eq(0)
+            m.d.sync += [running.eq(0), done.eq(0)]
         with m.Elif(running & (remaining != 0)):
             m.d.sync += remaining.eq(remaining - 1)
         return m

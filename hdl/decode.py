@@ -133,6 +133,10 @@ class Decode(wiring.Component):
       a process's window, registered; reset: all of home memory.
     - ``tlb_pid`` (out, to the TLB): the process decoding, whose speculative copies alone
       its look-ups may use.
+
+    ``enqueue``, ``branch``, ``tracker_alloc_entry``, ``tlb_alloc_entry`` and the GPR
+    write's index and value carry the chosen head in every cycle; only their valid,
+    alloc and write-enable bits say that it decoded, so no data path waits for the stall.
     """
 
     def __init__(self, config: SystemConfig):

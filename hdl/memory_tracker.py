@@ -4,7 +4,7 @@ RTL of ``hts.models.memory_tracker``; see docs/microarchitecture.md for its timi
 entry per task from decode until its completion is broadcast; the entry index is the
 task's tag. It also keeps the age matrix of the tasks in flight, which every block that
 must pick "the oldest" reads (a tag's age never changes while it is valid, so the matrix
-is written only when a tag is allocated). A retarget by the copy-back engine rewrites
+changes only in the row and column of the free tag about to be allocated). A retarget by the copy-back engine rewrites
 ranges in place (``_apply_retarget`` of ``models/hts.py``).
 
 An entry holds the rest of its task too (pid, pc, task ID, metadata): the window and the
@@ -50,7 +50,8 @@ class MemoryTracker(wiring.Component):
 
     - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``, which
       touches no home of a TLB entry valid at the start of the cycle (decode's rules;
-      the top level asserts it in simulation);
+      the top level asserts it in simulation). The free tag's entry and age row take
+      ``alloc_entry`` in every cycle; ``alloc`` only sets its valid bit;
     - ``release`` (in, from the CDB and the squash logic): tags to free;
     - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
       the copy-back engine): the entry of tag ``retarget_producer`` writes

@@ -3,8 +3,8 @@
 RTL of ``hts.models.tlb``; docs/microarchitecture.md gives the rules and their timing.
 Entries sit in fixed slots: one is written into the lowest free slot when decode
 allocates it and never moves, so only its producer bit and its mask change in place.
-The model's list order (oldest first) is an age matrix instead, written only at
-allocation as the memory tracker's is: "youngest overlapping" is a hit that no younger
+The model's list order (oldest first) is an age matrix instead, changed only in the
+row and column of the free slot about to be allocated, as the memory tracker's is: "youngest overlapping" is a hit that no younger
 hit shadows, "oldest candidate" a candidate with no older candidate. Two more relations
 are kept registered so that the copy-back choice compares no ranges each cycle: which
 older entries a slot's home overlaps (here, written at allocation), and which in-flight
@@ -69,7 +69,8 @@ class TaskLookupBuffer(wiring.Component):
 
     - ``alloc`` (in, from decode, only with ``has_room``) with ``alloc_entry`` (in,
       ``tlb_request_layout``): write an entry at ``alloc_tm_base`` into slot
-      ``alloc_slot``, younger than every entry present;
+      ``alloc_slot``, younger than every entry present. The slot takes ``alloc_entry``
+      (with its age and overlap rows) in every cycle; ``alloc`` only sets its valid bit;
     - ``broadcast`` (in, from the CDB: tags broadcast or squashed this cycle): entries
       whose producer is among them learn that it is done;
     - ``confirm`` (in): speculation IDs cleared from every mask;
