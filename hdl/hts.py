@@ -363,8 +363,8 @@ class HTS(wiring.Component):
             decode.confirm.eq(branch_unit.confirm),
             decode.freed_ids.eq(branch_unit.freed_ids),
             # The task in the enqueue stage has a window slot waiting for it.
-            # Both compares run from registered state; the held task only picks one.
-            decode.window_has_room.eq(Mux(enqueue.occupied, self.window.room > 1, self.window.room > 0)),
+            # Both tests (room > 1, room > 0) run from registered state; the held task only picks one.
+            decode.window_has_room.eq(Mux(enqueue.occupied, self.window.room[1:].any(), self.window.room.any())),
             branch_unit.alloc.eq(decode.branch),
             self.window.append.eq(enqueue.append),
             self.window.append_task.eq(enqueue.append_task),
