@@ -301,6 +301,11 @@ class Decode(wiring.Component):
         self._gpr_write_fields(m, opcode, word, r_a, r_b, counter, top)
         new_id = Signal(bits_for(hts.spec_ids))     # the lowest free speculation ID
         m.d.comb += new_id.eq(lowest_set(free_ids))
+        # Every cycle with a free ID, each process's GPRs and loop stack are copied into its
+        # slot: a speculated if decoded now takes that ID, so its checkpoint is there, and
+        # the copy's enables (thousands of flip-flops) do not wait for the stall.
+        for unit in (*gprs, *loops):
+            m.d.comb += [unit.checkpoint_en.eq(free_ids.any()), unit.checkpoint_slot.eq(new_id)]
         allocated_ids = Signal(hts.spec_ids)
         new_mask = Signal(hts.spec_ids)
         next_skip = Signal.like(skip_depth[0])
@@ -349,7 +354,7 @@ class Decode(wiring.Component):
                         with m.If(top.remaining != 0):
                             self._redirect(m, chosen, top.body_start)
                     with m.Case(Opcode.IF):
-                        self._decode_branch(m, chosen, word, free_ids, new_id, allocated_ids, new_mask)
+                        self._decode_branch(m, word, free_ids, new_id, allocated_ids, new_mask)
 
         # ---- end of cycle ----------------------------------------------------------------
         m.d.sync += free_ids.eq((free_ids & ~allocated_ids) | self.freed_ids)
@@ -560,9 +565,9 @@ class Decode(wiring.Component):
             branch.mask.eq(mask),
         ]
 
-    def _decode_branch(self, m, chosen, word, free_ids, new_id, allocated_ids, new_mask):
+    def _decode_branch(self, m, word, free_ids, new_id, allocated_ids, new_mask):
         """An ``if`` decodes: it goes to the branch unit; a speculated one takes the lowest
-        free ID and checkpoints its process's GPRs and loop stack."""
+        free ID, whose slot holds its process's GPRs and loop stack from this cycle."""
         config = self._config
         branch = self.branch
         speculate = word.k.branch.memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
@@ -570,10 +575,6 @@ class Decode(wiring.Component):
         with m.If(speculate):
             m.d.comb += [branch.speculated.eq(1), branch.spec_id.eq(new_id),
                          allocated_ids.eq(1 << new_id), new_mask.eq(1 << new_id)]
-            for pid in range(config.hts.processes):
-                with m.If(chosen == pid):
-                    m.d.comb += [self.gprs[pid].checkpoint_en.eq(1), self.gprs[pid].checkpoint_slot.eq(new_id),
-                                 self.loops[pid].checkpoint_en.eq(1), self.loops[pid].checkpoint_slot.eq(new_id)]
 
     def _target(self, pc, offset):
         """pc + signed C, saturated at ``program_words`` (past the end: nothing to fetch).

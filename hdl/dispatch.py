@@ -24,7 +24,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
-from .layouts import entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
+from .layouts import entry_at, entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
 from .primitives import index_set, oldest, popcount, select
 
 __all__ = ["DispatchArbiter", "dispatch_trace_layout"]
@@ -127,7 +127,8 @@ class DispatchArbiter(wiring.Component):
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
         # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
-        # record, then its tag's tracker entry.
+        # record, then its tag's tracker entry. With one way the granted tag is ``first``,
+        # already one-hot: its entry is an AND-OR on it, not a look-up behind the grant.
         for slot, event in enumerate(self.trace):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
@@ -136,7 +137,8 @@ class DispatchArbiter(wiring.Component):
                 queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(select(in_slot, self.free_instance)),
-                *whole_task(event.task, queued, entry_of(self.tasks, queued.tag)),
+                *whole_task(event.task, queued,
+                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag)),
             ]
 
         for flat, (c, instance) in enumerate(instance_numbering(config)):

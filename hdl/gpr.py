@@ -35,13 +35,15 @@ class GPRBank(wiring.Component):
 
     - ``write_en``, ``write_index``, ``write_value`` (in, from decode): ``mov``, ``add``,
       ``mul``, ``lbeg`` (counter := 0) and ``lend`` (counter + 1);
-    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode of a speculated ``if``):
-      copy the bank into a slot. The ``if`` writes no register and decode executes one
-      instruction per cycle, so the copy is both the bank at the start of the cycle and
-      the bank after it: a write in the same cycle is an error (asserted);
+    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode): copy the bank as it is at
+      the start of the cycle into a slot, whatever else lands. Decode copies into the
+      slot of the lowest free speculation ID in every cycle that has one, so that no
+      enable waits for its stall decision; a speculated ``if`` decoded in the cycle
+      takes that ID, and its checkpoint is the bank it was decoded with (it writes no
+      register). Slots of free IDs are never read;
     - ``restore_en``, ``restore_slot`` (in, from the branch unit on a misprediction):
       the bank takes the slot's values. The process does not decode in the cycle of its
-      squash (it resumes at t + 1), so a write or checkpoint then is an error (asserted).
+      squash (it resumes at t + 1), so a write then is an error (asserted).
 
     State read by other blocks:
 
@@ -74,9 +76,7 @@ class GPRBank(wiring.Component):
 
         # Checked at the edge, where the operations land.
         m.d.sync += [
-            Assert(~(self.checkpoint_en & self.write_en), "GPR checkpoint and write in one cycle"),
-            Assert(~(self.restore_en & (self.write_en | self.checkpoint_en)),
-                   "GPR restore together with a write or checkpoint"),
+            Assert(~(self.restore_en & self.write_en), "GPR restore together with a write"),
         ]
         # A snapshot is read only by the restore of the checkpoint that wrote it: no reset
         # (hdl/layouts.py), neither at rst nor at a process start.

@@ -27,7 +27,7 @@ from .primitives import select
 
 __all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_task_layout",
            "decoded_signature", "window_layout", "window_request_layout", "fault_layout",
-           "whole_task", "entry_of", "overlaps", "retargeted_ranges", "record_register"]
+           "whole_task", "entry_of", "entry_at", "region_end", "overlaps", "retargeted_ranges", "record_register"]
 
 
 def region_layout(config: SystemConfig) -> data.StructLayout:
@@ -118,7 +118,13 @@ def entry_of(entries, tag):
     width, which Yosys builds as a log-shifter over every bit of every element: the
     dispatch arbiter's look-up in the default's 16 tracker entries took 3,567 LUT4s that
     way and takes 667 as an AND-OR."""
-    selected = select([tag == index for index in range(len(entries))], entries)
+    return entry_at(entries, [tag == index for index in range(len(entries))])
+
+
+def entry_at(entries, one_hot):
+    """The element of ``entries`` whose bit is set in ``one_hot`` (an AND-OR), as
+    :func:`entry_of` gives it."""
+    selected = select(one_hot, entries)
     element = entries.shape().elem_shape
     return element(selected) if isinstance(element, data.Layout) else selected
 

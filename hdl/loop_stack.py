@@ -36,17 +36,19 @@ class LoopStack(wiring.Component):
     - ``top`` (out, to decode): the innermost frame; meaningless while ``empty``;
     - ``empty`` (out), ``depth`` (out): frames on the stack.
 
-    Updates (land at the clock edge; at most one per cycle, since decode executes one
-    instruction per cycle and a restore happens only in a cycle the process does not
-    decode; asserted):
+    Updates (land at the clock edge; at most one of push, replace, pop and restore per
+    cycle, since decode executes one instruction per cycle and a restore happens only in
+    a cycle the process does not decode; asserted):
 
     - ``push`` (in, ``lbeg`` with A > 0): ``frame`` becomes the new top; only while not
       full (the assembler bounds nesting by ``hts.loop_depth``);
     - ``replace`` (in, ``lend`` looping back): ``frame`` replaces the top;
     - ``pop`` (in, ``lend`` of the last iteration): drop the top;
     - ``frame`` (in): the frame pushed or written by ``replace``;
-    - ``checkpoint_en``, ``checkpoint_slot`` (in, decode of a speculated ``if``): copy the
-      stack and its depth into a slot;
+    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode): copy the stack and its
+      depth as they are at the start of the cycle into a slot, whatever else lands
+      (decode does so into the lowest free speculation ID's slot in every cycle, as for
+      the GPR bank);
     - ``restore_en``, ``restore_slot`` (in, the branch unit on a misprediction): the
       stack and depth come back from a slot.
     """
@@ -79,7 +81,7 @@ class LoopStack(wiring.Component):
         frames = Signal(data.ArrayLayout(self._frame, capacity), reset_less=True)   # frames[0] is the top
         m.d.comb += [self.top.eq(frames[0]), self.empty.eq(self.depth == 0)]
 
-        ops = [self.push, self.replace, self.pop, self.checkpoint_en, self.restore_en]
+        ops = [self.push, self.replace, self.pop, self.restore_en]
         # Checked at the edge, where the operations land.
         m.d.sync += [
             Assert(sum(ops) <= 1, "more than one loop stack operation in a cycle"),
@@ -98,10 +100,10 @@ class LoopStack(wiring.Component):
             # The bottom slot keeps its stale frame: below the depth, nothing is read.
             m.d.sync += [frames[level].eq(frames[level + 1]) for level in range(capacity - 1)]
             m.d.sync += self.depth.eq(self.depth - 1)
-        with m.Elif(self.checkpoint_en):
-            saved = snapshots[self.checkpoint_slot]
-            m.d.sync += [saved.frames.eq(frames), saved.depth.eq(self.depth)]
         with m.Elif(self.restore_en):
             restored = snapshots[self.restore_slot]
             m.d.sync += [frames.eq(restored.frames), self.depth.eq(restored.depth)]
+        with m.If(self.checkpoint_en):
+            saved = snapshots[self.checkpoint_slot]
+            m.d.sync += [saved.frames.eq(frames), saved.depth.eq(self.depth)]
         return m
