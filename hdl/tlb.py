@@ -4,10 +4,11 @@ RTL of ``hts.models.tlb``; docs/microarchitecture.md gives the rules and their t
 Entries sit in fixed slots: one is written into the lowest free slot when decode
 allocates it and never moves, so only its producer bit and its mask change in place.
 The model's list order (oldest first) is an age matrix instead, changed only in the
-row and column of the free slot about to be allocated, as the memory tracker's is: "youngest overlapping" is a hit that no younger
-hit shadows, "oldest candidate" a candidate with no older candidate. Two more relations
-are kept registered so that the copy-back choice compares no ranges each cycle: which
-older entries a slot's home overlaps (here, written at allocation), and which in-flight
+row and column of the free slot about to be allocated, as the memory tracker's is:
+"youngest overlapping" is a hit that no younger hit shadows, "oldest candidate" a
+candidate with no older candidate. Two more relations are kept registered so that the
+copy-back choice compares no ranges each cycle: which older entries a slot's home
+overlaps (here, written with the slot's entry), and which in-flight
 accesses touch a slot's home (the tracker's ``touches``). TM space is a bump pointer,
 reset when the buffer is empty and nothing in flight still reads TM.
 """
@@ -146,9 +147,9 @@ class TaskLookupBuffer(wiring.Component):
         self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
-        # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
         # Each entry's home end, computed when it is written, keeps an adder off every search.
         self._home_ends = Signal(data.ArrayLayout(config.widths.phys_block + 1, count), reset_less=True)
+        # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
         self._young = Signal(count)
 
     def elaborate(self, platform):
