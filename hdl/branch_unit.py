@@ -124,6 +124,7 @@ from hts.isa import REGISTER_BITS, Cond
 
 from .decode import BranchKind, branch_layout, restore_layout
 from .layouts import record_register, region_layout
+from .mutation import mutable
 from .primitives import encode, select, wire
 from .task_queue import fetch_pc_width
 
@@ -160,7 +161,7 @@ def _branch_taken(m: Module, cond, x, y, name: str) -> Signal:
     taken = Signal(name=f"{name}_taken")
     by_cond = {Cond.EQ: equal, Cond.NEQ: ~equal, Cond.GE: ~less, Cond.LE: less | equal}
     m.d.comb += [
-        equal.eq(x == y),
+        equal.eq(mutable("branch_compare_inverted", x == y, x != y)),
         less.eq(x.as_signed() < y.as_signed()),
         taken.eq(Cat(*(by_cond[c] for c in sorted(Cond, key=lambda c: c.value))).bit_select(Value.cast(cond), 1)),
     ]
@@ -227,7 +228,8 @@ class BranchUnit(wiring.Component):
         misprediction removes; returns the IDs mispredicted now and the removed slots."""
         spec_ids = self._spec_ids
         # Last cycle's mispredictions squash now: every slot under one goes, due or not.
-        killed = [wire(m, self.valid[slot] & (entry.mask & self.squash).any(), f"killed_{slot}")
+        killed = [wire(m, self.valid[slot] & mutable("branch_squash_spares_nested",
+                                                     (entry.mask & self.squash).any(), 0), f"killed_{slot}")
                   for slot, entry in enumerate(self.entries)]
         due, outcome = [], []
         for slot, entry in enumerate(self.entries):
@@ -247,7 +249,8 @@ class BranchUnit(wiring.Component):
         m.d.sync += self.squash.eq(mispredicting)
         m.d.comb += [
             self.taken.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(self._slot_count)))),
-            self.confirm.eq(Cat(*(resolving[slot] & ~outcome[slot] for slot in range(spec_ids)))),
+            self.confirm.eq(mutable("branch_confirm_lost",
+                                    Cat(*(resolving[slot] & ~outcome[slot] for slot in range(spec_ids))), 0)),
             # Every speculated slot that goes: confirmed, squashed, or removed by a squash.
             self.freed_ids.eq(self.confirm | self.squash | Cat(*killed[:spec_ids])),
         ]

@@ -19,6 +19,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .asr import instance_numbering
+from .mutation import mutable
 from .primitives import popcount
 
 __all__ = ["CommonDataBus"]
@@ -76,12 +77,13 @@ class CommonDataBus(wiring.Component):
         staying = holding & ~self.grant & ~self.abort
 
         for index in range(count):
-            lower = (1 << index) - 1
+            lower = mutable("cdb_priority_inverted", (1 << index) - 1, (1 << count) - (1 << (index + 1)))
             ahead = Mux(self.pending[index], ahead_of[index], self.pending | (taking & lower))
             # A population count even for a width of 1, where "none ahead" would do: Yosys
             # maps the count to carry chains, which on the default configuration cost 1,988
             # LUT4s and 400 CCU2Cs against 3,715 LUT4s for the NOR.
-            m.d.comb += self.grant[index].eq(holding[index] & (popcount(ahead) < self._width))
+            width = mutable("cdb_width_plus_one", self._width, self._width + 1)
+            m.d.comb += self.grant[index].eq(holding[index] & (popcount(ahead) < width))
             # Tickets leave but never overtake one another: keep the row to those staying.
             m.d.sync += ahead_of[index].eq(ahead & staying)
         m.d.sync += self.pending.eq(staying)

@@ -22,6 +22,7 @@ from .gpr import COUNTER_PORT, GPRBank
 from .layouts import (decoded_signature, entry_of, fault_layout, region_layout, tracker_entry_layout, window_layout,
                       window_request_layout)
 from .loop_stack import LoopStack, loop_frame_layout
+from .mutation import mutable
 from .primitives import lowest_set, wire
 from .task_queue import fetch_pc_width
 from .tlb import tlb_request_layout
@@ -341,7 +342,8 @@ class Decode(wiring.Component):
                                     m.d.comb += [loops[pid].push.eq(1),
                                                  loops[pid].frame.body_start.eq(head.pc + 1),
                                                  loops[pid].frame.counter.eq(word.b),
-                                                 loops[pid].frame.remaining.eq(word.a - 1)]
+                                                 loops[pid].frame.remaining.eq(
+                                                     word.a - mutable("loop_count_off_by_one", 1, 0))]
                     with m.Case(Opcode.LEND):
                         self._write_gpr(m, chosen)
                         for pid in range(processes):
@@ -452,7 +454,7 @@ class Decode(wiring.Component):
     @staticmethod
     def _base(word, register, field):
         """A task's region base, whole (32 bits when read from a GPR)."""
-        return Mux(word.k.task.indirect, register, field)
+        return mutable("decode_indirect_ignored", Mux(word.k.task.indirect, register, field), field)
 
     def _windows(self, m: Module):
         """Every process's window, written by the CPU port (the end computed at the write)."""

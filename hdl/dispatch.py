@@ -25,7 +25,8 @@ from hts.config import SystemConfig, bits_for
 
 from .asr import instance_numbering, occupy_layout
 from .layouts import entry_at, entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
-from .primitives import index_set, oldest, popcount, select
+from .mutation import mutable
+from .primitives import index_set, oldest, popcount, select, youngest
 
 __all__ = ["DispatchArbiter", "dispatch_trace_layout"]
 
@@ -95,7 +96,7 @@ class DispatchArbiter(wiring.Component):
         tags = config.hts.tracker_entries
         eligible = Signal(len(classes))
         granted = Signal(len(classes))
-        m.d.comb += eligible.eq(self.offer_valid & self.has_free)
+        m.d.comb += eligible.eq(self.offer_valid & mutable("dispatch_ignores_busy", self.has_free, -1))
         # The tags of the eligible offers (distinct: each is a different task in flight).
         eligible_tags = Signal(tags)
         m.d.comb += eligible_tags.eq(index_set(eligible, (offer.tag for offer in self.offer_task), tags))
@@ -109,7 +110,8 @@ class DispatchArbiter(wiring.Component):
             # Only the oldest eligible tag matters: an AND-OR per tag, no adder; the
             # single grant is of rank 0, so ``ranks`` stay 0.
             first = Signal(tags)
-            m.d.comb += first.eq(Cat(*oldest(eligible_tags, self.older)))
+            pick = mutable("dispatch_grants_youngest", oldest, youngest)
+            m.d.comb += first.eq(Cat(*pick(eligible_tags, self.older)))
             for c in classes:
                 m.d.comb += granted[c].eq(eligible[c] & first.bit_select(self.offer_task[c].tag, 1))
         else:

@@ -15,6 +15,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout, whole_task
+from .mutation import mutable
 from .primitives import index_set
 
 __all__ = ["Enqueue"]
@@ -93,7 +94,7 @@ class Enqueue(wiring.Component):
             self.squashed_tags.eq(Mux(squashed, own_tag, 0)),
             self.append.eq(self.occupied & ~squashed),
             *whole_task(self.held, task),
-            self.held.waits.eq(self.depends & ~own_tag),
+            self.held.waits.eq(self.depends & ~mutable("enqueue_waits_on_itself", own_tag, 0)),
             self.append_task.tag.eq(task.tag),
             self.append_task.accel_class.eq(task.accel_class),
             self.append_task.mask.eq(task.mask),

@@ -14,6 +14,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
 from .layouts import entry_of
+from .mutation import mutable
 
 __all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
 
@@ -85,7 +86,7 @@ class GPRBank(wiring.Component):
             m.d.sync += snapshots[self.checkpoint_slot].eq(self.values)
         # Never together with a write (asserted above); were it, the squashed path's write
         # would be the one to drop.
-        with m.If(self.restore_en):
+        with m.If(mutable("gpr_restore_lost", self.restore_en, 0)):
             m.d.sync += self.values.eq(snapshots[self.restore_slot])
         with m.Elif(self.write_en):
             m.d.sync += self.values[self.write_index].eq(self.write_value)

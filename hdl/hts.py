@@ -39,6 +39,7 @@ from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
 from .layouts import entry_of, fault_layout, overlaps, window_request_layout
 from .memory_tracker import MemoryTracker
+from .mutation import mutable
 from .primitives import index_set
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue, fetch_pc_width
@@ -174,8 +175,8 @@ class HTS(wiring.Component):
         squashed = Signal(tags)
         m.d.comb += [
             cdb.finished.eq(Cat(*(shell.done for shell in shells))),
-            aborted.eq(Cat(*(shell.busy & (shell.current.mask & branch_unit.squash).any() for shell in shells))
-                       & ~cdb.grant),
+            aborted.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & branch_unit.squash).any()
+                                                   for shell in shells)) & ~cdb.grant, 0)),
             cdb.abort.eq(aborted),
             asr.release.eq(cdb.grant | aborted),
             broadcast.eq(index_set(cdb.grant, held_tags, tags)),
@@ -364,7 +365,8 @@ class HTS(wiring.Component):
             decode.freed_ids.eq(branch_unit.freed_ids),
             # The task in the enqueue stage has a window slot waiting for it.
             # Both tests (room > 1, room > 0) run from registered state; the held task only picks one.
-            decode.window_has_room.eq(Mux(enqueue.occupied, self.window.room[1:].any(), self.window.room.any())),
+            decode.window_has_room.eq(Mux(mutable("window_room_off_by_one", enqueue.occupied, 0),
+                                          self.window.room[1:].any(), self.window.room.any())),
             branch_unit.alloc.eq(decode.branch),
             self.window.append.eq(enqueue.append),
             self.window.append_task.eq(enqueue.append_task),

@@ -16,6 +16,8 @@ in the middle of runs and checks that the run after the reset matches the model,
 for cycle.
 """
 
+import operator
+
 from amaranth.hdl import Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import Out
@@ -23,6 +25,7 @@ from amaranth.lib.wiring import Out
 from hts.config import SystemConfig
 from hts.isa import FIELDS, FaultCause
 
+from .mutation import mutable
 from .primitives import select
 
 __all__ = ["region_layout", "tracker_entry_layout", "queued_task_layout", "task_layout", "decoded_task_layout",
@@ -153,7 +156,8 @@ def overlaps(a, b, *, a_end=None, b_end=None) -> Value:
     """
     a_end = region_end(a) if a_end is None else a_end
     b_end = region_end(b) if b_end is None else b_end
-    return (a.blocks != 0) & (b.blocks != 0) & (a.base < b_end) & (b.base < a_end)
+    before = mutable("overlap_touching_ends", operator.lt, operator.le)
+    return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base, a_end)
 
 
 def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
@@ -165,7 +169,7 @@ def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
     (``_apply_retarget`` of ``models/hts.py``, which matches writes on the TM region:
     while the TLB entry lives, only its producer writes it).
     """
-    reads = retarget.retarget & (task.reads == retarget.retarget_tm)
+    reads = mutable("retarget_skips_readers", retarget.retarget & (task.reads == retarget.retarget_tm), 0)
     writes = retarget.retarget & (retarget.retarget_producer == tag)
     return (Mux(reads, retarget.retarget_home, task.reads), Mux(writes, retarget.retarget_home, task.writes),
             reads | writes)

@@ -14,6 +14,8 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import FIELDS
 
+from .mutation import mutable
+
 __all__ = ["LoopStack", "loop_frame_layout"]
 
 
@@ -100,7 +102,7 @@ class LoopStack(wiring.Component):
             # The bottom slot keeps its stale frame: below the depth, nothing is read.
             m.d.sync += [frames[level].eq(frames[level + 1]) for level in range(capacity - 1)]
             m.d.sync += self.depth.eq(self.depth - 1)
-        with m.Elif(self.restore_en):
+        with m.Elif(mutable("loop_stack_restore_lost", self.restore_en, 0)):
             restored = snapshots[self.restore_slot]
             m.d.sync += [frames.eq(restored.frames), self.depth.eq(restored.depth)]
         with m.If(self.checkpoint_en):

@@ -26,6 +26,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, record_register, region_layout, retargeted_ranges, tracker_entry_layout
+from .mutation import mutable
 from .primitives import index_set, lowest_set, update_age_matrix
 
 __all__ = ["MemoryTracker"]
@@ -123,11 +124,11 @@ class MemoryTracker(wiring.Component):
         depends, writers = [], []
         for tag in range(count):
             entry = self.entries[tag]
-            live = self.valid[tag] & ~self.ignoring[tag]
-            depends.append(live & (overlaps(self.query_reads, entry.writes)
-                                   | overlaps(self.query_writes, entry.reads)
-                                   | overlaps(self.query_writes, entry.writes)))
-            writers.append(live & overlaps(branch_region, entry.writes))
+            live = self.valid[tag] & mutable("tracker_broadcast_kept", ~self.ignoring[tag], 1)
+            depends.append(live & (mutable("tracker_raw_ignored", overlaps(self.query_reads, entry.writes), 0)
+                                   | mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
+                                   | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0)))
+            writers.append(live & mutable("tracker_branch_writers_ignored", overlaps(branch_region, entry.writes), 0))
         m.d.comb += [self.depends.eq(Cat(*depends)), self.writers.eq(Cat(*writers))]
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]

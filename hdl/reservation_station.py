@@ -13,7 +13,8 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import queued_task_layout
-from .primitives import oldest, select
+from .mutation import mutable
+from .primitives import oldest, select, youngest
 from .window import AgeQueue
 
 __all__ = ["ReservationStation"]
@@ -53,7 +54,8 @@ class ReservationStation(AgeQueue):
         return [(self.insert_valid[port], self.insert_task[port]) for port in range(self._width)]
 
     def _departures(self, m: Module, movable: list) -> list:
-        ready = [can_move & ~entry.waits.any() for can_move, entry in zip(movable, self.entries)]
-        oldest_ready = oldest(ready, self.older)
+        ready = [can_move & mutable("station_offers_waiting", ~entry.waits.any(), 1)
+                 for can_move, entry in zip(movable, self.entries)]
+        oldest_ready = mutable("station_offers_youngest", oldest, youngest)(ready, self.older)
         m.d.comb += [self.offer_valid.eq(Cat(*ready).any()), self.offer_task.eq(select(oldest_ready, self.entries))]
         return [chosen & self.take for chosen in oldest_ready]

@@ -20,6 +20,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 
 from .layouts import overlaps, record_register, region_end, region_layout
+from .mutation import mutable
 from .primitives import encode, index_set, lowest_set, oldest, select, update_age_matrix, wire, youngest
 
 __all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
@@ -237,7 +238,8 @@ class TaskLookupBuffer(wiring.Component):
                                     for valid, home, home_end in zip(self.valid, homes, self._home_ends))) & own,
                            "branch_hits")
         read_hits = hits(self.read_region, "read_hits")
-        read_entry, branch_entry = youngest(read_hits, self.older), youngest(branch_hits, self.older)
+        search = mutable("tlb_oldest_hit", youngest, oldest)
+        read_entry, branch_entry = search(read_hits, self.older), search(branch_hits, self.older)
         exact = Cat(*(home.as_value() == self.read_region.as_value() for home in homes))
         branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
@@ -264,7 +266,8 @@ class TaskLookupBuffer(wiring.Component):
             accesses = Cat(*(row[slot] for row in self.touches)) & self.tracker_valid
             free_to_go = valid & ~entry.mask.any() & ~(self._shadowed[slot] & self.valid).any()
             m.d.comb += [
-                copyable[slot].eq(free_to_go & entry.producer_done & ~accesses.any()),
+                copyable[slot].eq(free_to_go & entry.producer_done
+                                  & mutable("copyback_ignores_touches", ~accesses.any(), 1)),
                 retargetable[slot].eq(free_to_go & ~self._young[slot] & ~entry.producer_done
                                       & ~(accesses & ~(1 << entry.producer)).any()
                                       & self.retargetable_tags.bit_select(entry.producer, 1)),

@@ -16,6 +16,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 
 from .layouts import queued_task_layout
+from .mutation import mutable
 from .primitives import index_set, oldest, popcount, select, update_age_matrix, wire
 
 __all__ = ["AgeQueue", "DispatchWindow"]
@@ -96,7 +97,9 @@ class AgeQueue(wiring.Component):
         m = Module()
         capacity = self._capacity
         valid = list(self.valid)
-        squashed = [valid[index] & (entry.mask & self.squash).any() for index, entry in enumerate(self.entries)]
+        squashed = [valid[index] & mutable("queue_squash_first_id_only", (entry.mask & self.squash).any(),
+                                            (entry.mask & self.squash)[0])
+                    for index, entry in enumerate(self.entries)]
         m.d.comb += [
             self.room.eq(capacity - popcount(valid)),
             self.squashed_tags.eq(self._tag_set(squashed)),
@@ -152,7 +155,7 @@ class AgeQueue(wiring.Component):
         result = Signal(self._task, name=f"updated_{name}")
         m.d.comb += [
             result.eq(task),
-            result.waits.eq(task.waits & ~self.broadcast),
+            result.waits.eq(task.waits & ~mutable("queue_broadcast_lost", self.broadcast, 0)),
             result.mask.eq(task.mask & ~self.confirm),
         ]
         return result
@@ -215,7 +218,9 @@ class DispatchWindow(AgeQueue):
             has_room.append(Signal(name=f"has_room_{index}"))
             m.d.comb += has_room[index].eq(movable[index] & fits)
         # Entry i goes if fewer than ``width`` older entries can; that number is its output position.
-        issued = [wire(m, goes, f"issues_{index}") for index, goes in enumerate(oldest(has_room, self.older, width))]
+        order = mutable("window_issues_youngest", self.older, [Cat(*(row[index] for row in self.older))
+                                                              for index in range(capacity)])
+        issued = [wire(m, goes, f"issues_{index}") for index, goes in enumerate(oldest(has_room, order, width))]
         position = [popcount(self._older_than(index, has_room)) if width > 1 else 0 for index in range(capacity)]
         for output in range(width):
             in_output = [goes & (at == output) for goes, at in zip(issued, position)]

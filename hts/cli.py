@@ -419,6 +419,44 @@ def cmd_bench(args) -> int:
     return 0 if all(row["memory_matches_sequential"] for row in table) else 1
 
 
+def cmd_mutate(args) -> int:
+    """Every catalogued RTL mutant against the verification stack: the kill matrix."""
+    import json
+    from .hdl.mutation import CATALOGUE
+    from .mutate import CHECKS, kill_matrix
+    from .output import all_or_none, atomic_path, check_outputs
+    from .plots import plot_kill_matrix
+    if args.list:
+        for mutant in CATALOGUE.values():
+            print(f"{mutant.name:32s} {mutant.block:20s} {mutant.bug}")
+        return 0
+    config = _system(args.config)
+    tests = Path(args.tests) if args.tests else Path("tests")
+    if not (tests / "hdl").is_dir():
+        if args.tests:
+            raise HTSError(f"--tests {args.tests}: no hdl/ folder of block tests there")
+        _to_stderr("[mutate] no tests/ folder here: the block and system checks are n/a (run from a clone)")
+        tests = None
+    check_outputs([args.json, args.plot], [])
+    checks = args.check or list(CHECKS)
+    rows = kill_matrix(config, args.mutant or list(CATALOGUE), checks, tests.resolve() if tests else None,
+                       args.fuzz_seeds, args.every_check, _to_stderr)
+    with all_or_none():
+        if args.plot:
+            plot_kill_matrix(rows, checks, args.plot, f"RTL mutants on {config.source}")
+        if args.json:
+            with atomic_path(args.json) as tmp:
+                Path(tmp).write_text(json.dumps({"config": config.source, "checks": checks, "rows": rows}, indent=1))
+    print(f"| mutant | block | {' | '.join(checks)} | killed |")
+    print(f"|---|---|{'---|' * len(checks)}---|")
+    for row in rows:
+        cells = [row["verdicts"][check]["status"] for check in checks]
+        print(f"| {row['name']} | {row['block']} | {' | '.join(cells)} | {'yes' if row['killed'] else 'NO'} |")
+    killed = sum(row["killed"] for row in rows)
+    print(f"{killed} of {len(rows)} mutants killed")
+    return 0 if killed == len(rows) else 1
+
+
 def cmd_demo(args) -> int:
     """The audio compression of the paper on every scheduler, then the assembler round trip."""
     from .assembler import assemble, disassemble
@@ -592,6 +630,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--system", choices=SYSTEMS, default="small", help="fuzz system (default small)")
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
     p.set_defaults(run=cmd_fuzz)
+
+    from .mutate import CHECKS
+    p = sub.add_parser("mutate", help="inject each catalogued RTL bug and run the checks: the kill matrix",
+                       description="For each mutant of the catalogue (hts.hdl.mutation), elaborate the RTL with "
+                                   "that bug and run the checks cheapest first: the block's lockstep tests, the "
+                                   "whole scheduler's lockstep tests (both from the tests/ folder of a clone), "
+                                   "and random programs co-simulated on Verilator. A mutant stops at the first "
+                                   "check that catches it unless --every-check. Prints the kill matrix; exits "
+                                   "non-zero if a mutant survives.")
+    _add_config(p)
+    p.add_argument("--mutant", action="append", metavar="NAME", help="run only this mutant (repeatable)")
+    p.add_argument("--check", action="append", choices=CHECKS, help="run only this check (repeatable, in order)")
+    p.add_argument("--every-check", action="store_true", help="run every check on every mutant")
+    p.add_argument("--fuzz-seeds", type=_positive_int, default=50, help="random programs per mutant (default 50)")
+    p.add_argument("--tests", metavar="DIR", help="the tests/ folder of a clone (default ./tests)")
+    p.add_argument("--json", metavar="FILE", help="write the matrix as JSON")
+    p.add_argument("--plot", metavar="PNG", help="write the matrix as a PNG")
+    p.add_argument("--list", action="store_true", help="print the catalogue and exit")
+    p.set_defaults(run=cmd_mutate)
 
     p = sub.add_parser("config", help="show a validated system configuration",
                        description="Validate a configuration and print its accelerator classes (with the "

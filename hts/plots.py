@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 from .output import atomic_path  # noqa: E402
 
 __all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_synth_blocks", "plot_gantt",
-           "plot_gap_study", "plot_decode_times"]
+           "plot_gap_study", "plot_decode_times", "plot_kill_matrix"]
 
 
 def _save(fig, path: str | Path):
@@ -162,4 +162,26 @@ def plot_decode_times(decodes: dict[tuple[str, str], list[int]], path: str | Pat
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
+    _save(fig, path)
+
+
+_VERDICT_COLOURS = {"caught": "#3a9a50", "missed": "#d04030", "error": "#e0a040", "n/a": "#d8d8d8", "-": "#f4f4f4"}
+
+
+def plot_kill_matrix(rows: list[dict], checks: list[str], path: str | Path, title: str):
+    """Mutants (rows) against checks (columns), each cell coloured by its verdict."""
+    fig, ax = plt.subplots(figsize=(2.2 + 1.3 * len(checks), 0.9 + 0.28 * len(rows)))
+    for y, row in enumerate(rows):
+        for x, check in enumerate(checks):
+            status = row["verdicts"][check]["status"]
+            ax.add_patch(plt.Rectangle((x, y), 1, 1, facecolor=_VERDICT_COLOURS[status], edgecolor="white"))
+            ax.text(x + 0.5, y + 0.5, status, ha="center", va="center", fontsize=7)
+    ax.set_xlim(0, len(checks))
+    ax.set_ylim(len(rows), 0)
+    ax.set_xticks([x + 0.5 for x in range(len(checks))], checks, fontsize=8)
+    ax.set_yticks([y + 0.5 for y in range(len(rows))], [row["name"] for row in rows], fontsize=7)
+    ax.xaxis.tick_top()
+    ax.tick_params(length=0)
+    killed = sum(row["killed"] for row in rows)
+    ax.set_title(f"{title}: {killed} of {len(rows)} killed", fontsize=10)
     _save(fig, path)
