@@ -54,15 +54,17 @@ def changes_design(mutant: Mutant, config: SystemConfig, clean: dict[str, str]) 
 
 
 def _pytest_command(paths: list[Path]) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *map(str, paths)]
+    return [sys.executable, "-m", "pytest", "-x", "-q", "--tb=line", "-p", "no:cacheprovider", *map(str, paths)]
 
 
 def _pytest_verdict(result: subprocess.CompletedProcess, seconds: float) -> Verdict:
     if result.returncode == 0:
         return Verdict("missed", seconds=seconds)
-    failed = re.search(r"^FAILED (\S+)(?: - (.*))?$", result.stdout, re.MULTILINE)
+    failed = re.search(r"^FAILED (\S+)", result.stdout, re.MULTILINE)
     if result.returncode == 1 and failed:
-        return Verdict("caught", f"{failed.group(1)}: {(failed.group(2) or '').strip()[:160]}", seconds)
+        # --tb=line: one "file:line: message" line per failure, the assertion's own words.
+        message = re.search(r"^\S+:\d+: (.*)$", result.stdout, re.MULTILINE)
+        return Verdict("caught", f"{failed.group(1)}: {message.group(1)[:160] if message else ''}", seconds)
     return Verdict("error", _last_lines(result), seconds)
 
 

@@ -1,0 +1,135 @@
+"""The RTL mutant catalogue (hts.hdl.mutation) and ``hts mutate``.
+
+Every mutant must be caught: here each runs against the cheapest test that catches it
+(``KILLERS``, found by ``hts mutate``), in this process through pytester; ``hts mutate``
+runs every check on request (docs/verification.md).
+"""
+
+import json
+import re
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from hts.config import load_config
+from hts.hdl.mutation import CATALOGUE, ENVIRONMENT, active, injected, mutable
+from hts.mutate import changes_design
+
+pytest_plugins = ["pytester"]
+
+TESTS = Path(__file__).parent
+
+# The first test, cheapest first, that catches each mutant (``hts mutate`` prints it).
+KILLERS = {
+    "overlap_touching_ends": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_raw_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_war_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_waw_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_branch_writers_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_broadcast_kept": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "enqueue_waits_on_itself": "hdl/test_rtl_enqueue.py::test_enqueue_stage_matches_the_model[0]",
+    "queue_broadcast_lost": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
+    "queue_squash_first_id_only": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
+    "window_issues_youngest": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
+    "station_offers_waiting": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
+    "station_offers_youngest": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
+    "dispatch_grants_youngest": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
+    "dispatch_ignores_busy": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
+    "asr_highest_free": "hdl/test_rtl_asr.py::test_asr_matches_model[0-default]",
+    "asr_release_lost": "hdl/test_rtl_asr.py::test_asr_matches_model[0-default]",
+    "cdb_priority_inverted": "hdl/test_rtl_cdb.py::test_cdb_matches_model[0-default]",
+    "cdb_width_plus_one": "hdl/test_rtl_cdb.py::test_cdb_matches_model[0-default]",
+    "branch_compare_inverted": "hdl/test_rtl_branch_unit.py::test_branch_unit_matches_model[default-0-1000]",
+    "branch_confirm_lost": "hdl/test_rtl_branch_unit.py::test_branch_unit_matches_model[default-0-1000]",
+    "branch_squash_spares_nested": "hdl/test_rtl_branch_unit.py::test_branch_unit_matches_model[default-0-1000]",
+    "retarget_skips_readers": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "copyback_ignores_touches": "hdl/test_rtl_tlb.py::test_tlb_matches_model[0-default]",
+    "tlb_oldest_hit": "hdl/test_rtl_tlb.py::test_tlb_matches_model[0-default]",
+    "decode_indirect_ignored": "hdl/test_rtl_decode.py::test_decode_runs_programs_in_order[0]",
+}
+
+
+def test_every_mutant_has_one_hook_in_the_rtl_and_every_hook_is_catalogued():
+    hooks = []
+    for item in resources.files("hts.hdl").iterdir():
+        if item.name.endswith(".py") and item.name != "mutation.py":
+            hooks += re.findall(r'mutable\(\s*"(\w+)"', item.read_text())
+    assert sorted(hooks) == sorted(CATALOGUE)
+
+
+def test_the_catalogue_is_large_and_spans_the_blocks():
+    assert len(CATALOGUE) >= 25
+    blocks = {mutant.block for mutant in CATALOGUE.values()}
+    assert {"memory_tracker", "tlb", "window", "reservation_station", "dispatch", "asr", "cdb", "branch_unit",
+            "decode", "enqueue", "gpr", "loop_stack", "accelerator", "hts"} <= blocks
+
+
+def test_no_mutant_is_active_by_default_and_injected_restores_the_environment(monkeypatch):
+    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    assert active() is None and mutable("cdb_width_plus_one", "right", "wrong") == "right"
+    with injected("cdb_width_plus_one"):
+        assert mutable("cdb_width_plus_one", "right", "wrong") == "wrong"
+        assert mutable("asr_release_lost", "right", "wrong") == "right"
+    assert active() is None
+
+
+def test_an_unknown_mutant_name_is_an_error_naming_the_variable(monkeypatch):
+    monkeypatch.setenv(ENVIRONMENT, "no_such_bug")
+    with pytest.raises(ValueError, match=f"{ENVIRONMENT}='no_such_bug' names no mutant"):
+        active()
+    with pytest.raises(KeyError, match="not in the catalogue"):
+        mutable("no_such_bug", 0, 1)
+
+
+BLOCK_LEVEL = [name for name, mutant in CATALOGUE.items() if mutant.block not in ("hts", "accelerator")]
+
+
+@pytest.mark.parametrize("name", [*BLOCK_LEVEL, *(pytest.param(name, marks=pytest.mark.slow)
+                                                  for name in CATALOGUE if name not in BLOCK_LEVEL)])
+def test_every_mutant_changes_its_block_on_the_default(name, default_config):
+    assert changes_design(CATALOGUE[name], default_config, {})
+
+
+@pytest.mark.parametrize("name", CATALOGUE)
+def test_every_mutant_is_caught_by_its_cheapest_check(pytester, name):
+    node = str(TESTS / KILLERS[name])
+    with injected(name):
+        caught = pytester.inline_run(node, "-p", "no:cacheprovider", "-q")
+    _, _, failed = caught.listoutcomes()
+    assert failed, f"{name} ({CATALOGUE[name].bug}) survives {KILLERS[name]}"
+    clean = pytester.inline_run(node, "-p", "no:cacheprovider", "-q")
+    assert not clean.listoutcomes()[2], f"{KILLERS[name]} fails without a mutant"
+
+
+def _hts(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "hts", *args], capture_output=True, text=True, timeout=600, cwd=cwd)
+
+
+def test_cli_mutate_prints_the_kill_matrix_and_writes_json_and_png(tmp_path):
+    result = _hts("mutate", "--mutant", "cdb_width_plus_one", "--check", "block", "--json", str(tmp_path / "m.json"),
+                  "--plot", str(tmp_path / "m.png"), "--tests", str(TESTS))
+    assert result.returncode == 0, result.stderr
+    assert "| cdb_width_plus_one | cdb | caught | yes |" in result.stdout
+    row = json.loads((tmp_path / "m.json").read_text())["rows"][0]
+    assert row["killed"] and row["changes_design"]
+    assert row["verdicts"]["block"]["detail"].startswith("tests/hdl/test_rtl_cdb.py::")
+    assert (tmp_path / "m.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_mutate_exits_non_zero_when_a_mutant_survives(tmp_path):
+    """Against a block test that asserts nothing the mutant is missed, and the command says so."""
+    (tmp_path / "tests" / "hdl").mkdir(parents=True)
+    (tmp_path / "tests" / "hdl" / "test_rtl_cdb.py").write_text("def test_nothing():\n    pass\n")
+    result = _hts("mutate", "--mutant", "cdb_width_plus_one", "--check", "block", "--tests", str(tmp_path / "tests"))
+    assert result.returncode == 1
+    assert "| cdb_width_plus_one | cdb | missed | NO |" in result.stdout
+    assert "0 of 1 mutants killed" in result.stdout
+
+
+def test_cli_mutate_refuses_an_unknown_mutant():
+    result = _hts("mutate", "--mutant", "no_such_bug", "--check", "block")
+    assert result.returncode != 0
+    assert "unknown mutant 'no_such_bug'" in result.stderr
