@@ -6,16 +6,18 @@ every cycle), and narrows them with named assumptions. docs/verification.md ("Fo
 proofs") explains the reset and the choice of properties.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from amaranth.asserts import AnySeq, Initial
 from amaranth.hdl import Assert, Assume, Cat, ClockDomain, Cover, Elaboratable, Module, Value
+from amaranth.hdl._ir import Fragment
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
 from hts.config import SystemConfig
 
-__all__ = ["PropertyGroup", "Harness", "free_inputs", "strict_total_order"]
+__all__ = ["PropertyGroup", "Harness", "elaborated_with", "free_inputs", "strict_total_order"]
 
 
 @dataclass(frozen=True)
@@ -23,13 +25,16 @@ class PropertyGroup:
     """One proof: the properties of ``name`` in a harness, and how sby checks them.
 
     ``mode`` is ``prove`` (k-induction of ``depth`` steps, with a base case as deep) or
-    ``bmc`` (every trace of ``depth`` cycles from reset). Covers are always searched to
-    ``cover_depth`` cycles from reset.
+    ``bmc`` (every trace of ``depth`` cycles from reset); ``depth`` is a number or a
+    function of the configuration. Covers are searched to ``cover_depth`` cycles from reset.
     """
     name: str
     mode: str
-    depth: int
+    depth: int | Callable[[SystemConfig], int]
     cover_depth: int = 8
+
+    def depth_for(self, config: SystemConfig) -> int:
+        return self.depth(config) if callable(self.depth) else self.depth
 
 
 class Harness(Elaboratable):
@@ -58,6 +63,7 @@ class Harness(Elaboratable):
         # The clock is the harness's only port: the block's inputs are driven inside it.
         self.domain = ClockDomain("sync")
         self._running = None
+        self._uses = {}
 
     def elaborate(self, platform):
         m = Module()
@@ -94,7 +100,8 @@ class Harness(Elaboratable):
     def _property(self, m: Module, kind, name: str, condition):
         """``kind(condition)`` from the cycle after reset, in a submodule named ``name``, so
         that sby's reports name the property."""
-        holder = m.submodules[name] = Module()
+        uses = self._uses[name] = self._uses.get(name, 0) + 1
+        holder = m.submodules[name if uses == 1 else f"{name}_{uses}"] = Module()
         with holder.If(self._running):
             holder.d.comb += kind(condition, name)
 
@@ -107,6 +114,21 @@ def free_inputs(m: Module, component: wiring.Component, wired=()):
         if member.flow == In and id(port) not in wired:
             port = Value.cast(port)
             m.d.comb += port.eq(AnySeq(port.shape()))
+
+
+def elaborated_with(component: wiring.Component, name: str):
+    """``component`` elaborated, and the register ``name`` it keeps inside ``elaborate``
+    (state no port shows, which an induction may need to constrain).
+
+    The fragment replaces the component as the harness's submodule; its ports are the
+    component's own signals.
+    """
+    fragment = Fragment.get(component, None)
+    for statement in fragment.statements.get("sync", []):
+        for signal in statement._lhs_signals():
+            if signal.name == name:
+                return fragment, signal
+    raise LookupError(f"{type(component).__name__} keeps no register named {name!r}")
 
 
 def strict_total_order(valid, older) -> dict[str, Value]:
