@@ -14,7 +14,10 @@ class MemoryTrackerHarness(Harness):
     TLB left free. Its tags are checked against ``in_flight``, the tags allocated and not
     yet released as the harness counts them from ``alloc``, ``free_tag`` and ``release``."""
 
-    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("tags", "prove", 2))
+    # The tags' base case runs until every tag can be in flight, so that a broken
+    # allocation rule shows as a counterexample from reset, not only as a failed induction.
+    GROUPS = (PropertyGroup("age_order", "prove", 2),
+              PropertyGroup("tags", "prove", lambda config: config.hts.tracker_entries + 2))
     ASSUMPTIONS = ("alloc_needs_free_tag", "release_only_in_flight")
 
     def build(self, m: Module):

@@ -160,13 +160,19 @@ def _run_sby(workdir: Path, job: str, path_env: str, timeout_s: float) -> tuple[
     return status, output
 
 
-_FAILED = re.compile(r"(?:Assert failed in|Unreached cover statement at|Assumptions are unsatisfiable)\s*(.*)")
+_FAILED = re.compile(r"(Assert failed|Unreached cover statement) (?:in|at) harness\.(\w+)")
+_UNSATISFIABLE = "Assumptions are unsatisfiable"
 _TRACE = re.compile(r"summary: counterexample trace(?: \[\w+\])?: (\S+)")
 _REACHED = re.compile(r"Reached cover statement")
 
 
 def _failures(log: str) -> list[str]:
-    return sorted({_FAILED.search(line).group(0).strip() for line in log.splitlines() if _FAILED.search(line)})
+    """The properties a log reports at fault: ``assert NAME``, ``cover NAME unreached``."""
+    found = {f"assert {name}" if kind == "Assert failed" else f"cover {name} unreached"
+             for kind, name in _FAILED.findall(log)}
+    if _UNSATISFIABLE in log:
+        found.add("the assumptions contradict each other")
+    return sorted(found)
 
 
 def prove_group(config: SystemConfig, config_name: str, block: str, group_name: str, drop=frozenset(),
@@ -194,7 +200,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
             remaining = max(1.0, timeout_s - (time.monotonic() - started))
             cover_status, cover_log = _run_sby(workdir, "covers", path_env, remaining)
             reached = len(_REACHED.findall(cover_log))
-            failed += [line for line in _failures(cover_log) if line.startswith("Unreached")]
+            failed += [line for line in _failures(cover_log) if line.startswith("cover")]
             if cover_status in ("TIMEOUT", "ERROR"):
                 status, log = cover_status, cover_log
     return ProofResult(config_name, block, group_name, group.mode, depth, status,
@@ -231,7 +237,7 @@ def prove(config_names: list[str], blocks: list[str], timeout_s: float = DEFAULT
     if problem:
         raise HTSError(f"cannot run formal proofs: {problem}")
     for block in blocks:
-        harness_class(block)
+        harness_class(block)   # an unknown name is an error before any proof runs
     configs = {name: resolve_config(name) for name in config_names}
     started = time.monotonic()
     results = []
