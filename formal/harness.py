@@ -53,9 +53,11 @@ class Harness(Elaboratable):
     def __init__(self, config: SystemConfig, group: str, drop=frozenset()):
         unknown = set(drop) - set(self.ASSUMPTIONS)
         if unknown:
+            self._MustUse__silence = True   # refused, not forgotten: no "never used" warning
             raise ValueError(f"{type(self).__name__} has no assumption {', '.join(sorted(unknown))} "
                              f"(it has: {', '.join(self.ASSUMPTIONS)})")
         if group not in {g.name for g in self.GROUPS}:
+            self._MustUse__silence = True
             raise ValueError(f"{type(self).__name__} has no property group {group!r}")
         self.config = config
         self.group = group
