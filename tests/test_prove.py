@@ -42,7 +42,7 @@ def test_every_other_proof_passes(config, block, group):
 @pytest.mark.parametrize("config, block, group, dropped, caught", [
     # Two offers with one tag both take rank 0: more grants than dispatch ways, merged slots.
     ("small", "dispatch", "dispatch", "offer_tags_distinct", "assert trace_slots_one_per_grant"),
-    # Two tags each older than the other: neither is the oldest, nothing is granted.
+    # Tiny's one tag marked older than itself has rank 1: nothing is granted.
     ("tiny", "dispatch", "dispatch", "tracker_age_is_total_order", "assert grants_as_many_as_it_may"),
     # Decode allocating with every tag in flight takes tag 0 a second time.
     ("small", "memory_tracker", "tags", "alloc_needs_free_tag", "assert never_allocated_twice"),
