@@ -3,7 +3,7 @@
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Mux, Signal
 
-from hts.hdl.asr import AcceleratorStatus, flat_instance, instance_numbering
+from hts.hdl.asr import AcceleratorStatus, flat_instance
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.primitives import popcount
 

