@@ -1,0 +1,51 @@
+"""Formal harness of the memory tracker (``hts.hdl.memory_tracker``): its age matrix and its tags."""
+
+from amaranth.hdl import Cat, Module, Signal
+
+from hts.hdl.memory_tracker import MemoryTracker
+
+from .harness import Harness, PropertyGroup, free_inputs, strict_total_order
+
+__all__ = ["MemoryTrackerHarness"]
+
+
+class MemoryTrackerHarness(Harness):
+    """The tracker with decode, the CDB, the squash logic, the copy-back engine and the
+    TLB left free. Its tags are checked against ``in_flight``, the tags allocated and not
+    yet released as the harness counts them from ``alloc``, ``free_tag`` and ``release``."""
+
+    # The tags' base case runs until every tag can be in flight, so that a broken
+    # allocation rule shows as a counterexample from reset, not only as a failed induction.
+    GROUPS = (PropertyGroup("age_order", "prove", 2),
+              PropertyGroup("tags", "prove", lambda config: config.hts.tracker_entries + 2))
+    ASSUMPTIONS = ("alloc_needs_free_tag", "release_only_in_flight")
+
+    def build(self, m: Module):
+        tracker = m.submodules.tracker = MemoryTracker(self.config)
+        free_inputs(m, tracker)
+        count = self.config.hts.tracker_entries
+        allocated = Signal(count)
+        m.d.comb += allocated.eq(Cat(*(tracker.alloc & (tracker.free_tag == tag) for tag in range(count))))
+        in_flight = Signal(count)
+        m.d.sync += in_flight.eq(in_flight & ~tracker.release | allocated)
+
+        # Decode allocates a tag only when the tracker has a free one (step 8).
+        self.assume(m, "alloc_needs_free_tag", ~tracker.alloc | tracker.has_free)
+        # Only tags in flight are released: the CDB broadcasts the tags of tasks it
+        # completes and the squash logic the tags of the tasks it removes, all in flight.
+        self.assume(m, "release_only_in_flight", (tracker.release & ~in_flight) == 0)
+
+        for name, holds in strict_total_order(tracker.valid, tracker.older).items():
+            self.check(m, "age_order", name, holds)
+        self.cover(m, "age_order", "all_tags_in_flight", tracker.valid.all())
+
+        self.check(m, "tags", "valid_is_in_flight", tracker.valid == in_flight)
+        self.check(m, "tags", "never_allocated_twice", (allocated & in_flight) == 0)
+        lowest_free = Cat(*(~in_flight[tag] & in_flight[:tag].all() if tag else ~in_flight[0]
+                            for tag in range(count)))
+        self.check(m, "tags", "free_tag_is_lowest_free",
+                   (tracker.has_free == ~in_flight.all())
+                   & (~tracker.has_free | lowest_free.bit_select(tracker.free_tag, 1)))
+        self.cover(m, "tags", "full_then_released", tracker.valid.all() & tracker.release.any())
+        if count > 1:   # one tag cannot be freed and taken in the same cycle: the next is free at t + 1
+            self.cover(m, "tags", "released_and_allocated_together", tracker.release.any() & tracker.alloc)
