@@ -677,7 +677,8 @@ def build_parser() -> argparse.ArgumentParser:
     from .mutate import CHECKS
     p = sub.add_parser("mutate", help="inject each catalogued RTL bug and run the checks: the kill matrix",
                        description="For each mutant of the catalogue (hts.hdl.mutation), elaborate the RTL with "
-                                   "that bug and run the checks cheapest first: the block's lockstep tests, the "
+                                   "that bug and run the checks cheapest first: the block's formal proofs (hts prove), "
+                                   "the block's lockstep tests, the "
                                    "whole scheduler's lockstep tests (both from the tests/ folder of a clone), "
                                    "and random programs co-simulated on Verilator. A mutant stops at the first "
                                    "check that catches it unless --every-check. Prints the kill matrix; exits "

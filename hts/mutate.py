@@ -6,6 +6,7 @@ cache key holds the mutant). Checks run cheapest first; by default a mutant stop
 first check that catches it. docs/verification.md has the catalogue and the matrix.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -20,7 +21,7 @@ from .hdl.mutation import CATALOGUE, ENVIRONMENT, Mutant, injected
 
 __all__ = ["CHECKS", "Verdict", "changes_design", "run_check", "kill_matrix"]
 
-CHECKS = ("block", "system", "fuzz")
+CHECKS = ("formal", "block", "system", "fuzz")
 
 # What a check's subprocess may take before it counts as hung (a verdict of its own).
 CHECK_TIMEOUT_S = 1800
@@ -77,6 +78,19 @@ def _fuzz_verdict(result: subprocess.CompletedProcess, seconds: float) -> Verdic
     return Verdict("error", _last_lines(result), seconds)
 
 
+def _formal_verdict(result: subprocess.CompletedProcess, seconds: float) -> Verdict:
+    try:
+        proofs = json.loads(result.stdout)
+    except json.JSONDecodeError:
+        return Verdict("error", _last_lines(result), seconds)
+    failing = [proof for proof in proofs if proof["result"] != "PASS"]
+    if not failing:
+        return Verdict("missed", seconds=seconds)
+    first = failing[0]
+    what = ", ".join(first["failed"]) or first["result"]
+    return Verdict("caught", f"{first['config']} {first['block']} {first['group']}: {what}"[:200], seconds)
+
+
 def _last_lines(result: subprocess.CompletedProcess) -> str:
     text = (result.stderr or result.stdout or "").strip().splitlines()
     return " | ".join(text[-3:])[:300] or f"exit status {result.returncode}"
@@ -89,7 +103,13 @@ def _block_tests(tests: Path, mutant: Mutant) -> list[Path]:
 
 def run_check(check: str, mutant: Mutant, tests: Path | None, fuzz_seeds: int) -> Verdict:
     """Run one check on one mutant, in a subprocess with the mutant active."""
-    if check == "fuzz":
+    if check == "formal":
+        from .prove import BLOCKS as PROVED_BLOCKS
+        if mutant.block not in PROVED_BLOCKS:
+            return Verdict("n/a", f"no formal harness for {mutant.block}")
+        command = [sys.executable, "-m", "hts", "prove", "--block", mutant.block, "--json"]
+        judge, cwd = _formal_verdict, None
+    elif check == "fuzz":
         command = [sys.executable, "-m", "hts", "fuzz", "--system", "small", "--seeds", str(fuzz_seeds),
                    "--batch", str(fuzz_seeds)]
         judge, cwd = _fuzz_verdict, None

@@ -194,3 +194,12 @@ def test_random_programs_in_windows_trace_equals_the_model(seed):
 
 def test_top_level_elaborates_for_the_large_configuration():
     Fragment.get(HTS(load_config("large")), None)
+
+
+def test_decode_waits_while_the_window_and_the_enqueue_stage_fill_it():
+    """Twelve independent tasks of one class on a two-slot window: the window fills while
+    the enqueue stage holds a task, and decode must count that task's slot."""
+    default = load_config("default")
+    config = dataclasses.replace(default, hts=dataclasses.replace(default.hts, window=2, rs_entries=1))
+    text = "\n".join(f"vector_dot {2 * k} 1 {2 * k + 1} 1 0 0 0 0" for k in range(12))
+    assert_lockstep(config, [assemble(text, config, "window_full.s")])
