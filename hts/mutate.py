@@ -47,8 +47,9 @@ def _rtlil(config: SystemConfig, block: str, mutant: str | None) -> str:
 
 def changes_design(mutant: Mutant, config: SystemConfig, clean: dict[str, str]) -> bool:
     """Whether the mutant elaborates its block to other RTL than the clean one on ``config``
-    (``clean`` caches the clean RTLIL by block): one that does not is never exercised
-    there, and no check could catch it."""
+    (``clean`` caches the clean RTLIL by block). One that does not is never built there
+    (its hook sits in logic the configuration leaves out), and no check could catch it.
+    The comparison is of text, not logic: a different netlist may still be equivalent."""
     if mutant.block not in clean:
         clean[mutant.block] = _rtlil(config, mutant.block, None)
     return _rtlil(config, mutant.block, mutant.name) != clean[mutant.block]
