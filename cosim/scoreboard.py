@@ -44,9 +44,11 @@ class RunSpec:
     def initial_memory(self, config: SystemConfig) -> Memory:
         return initial_memory(config, self.seed)
 
-    def reference(self, config: SystemConfig) -> RunResult:
+    def reference(self, config: SystemConfig, observer=None) -> RunResult:
+        """The model's run; ``observer`` as for :class:`~hts.models.hts.HTSModel`."""
         system = self.system(config)
-        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system)).run()
+        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system),
+                        observer=observer).run()
 
 
 @dataclass(frozen=True)

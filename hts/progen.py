@@ -81,9 +81,11 @@ class _Writer:
         self.used.append(region)
         return region
 
-    def task(self):
+    def task(self, output: bool = True):
         acc = self.rng.choice(self.config.accelerators)
         (a, b), (c, d) = self.region(), self.region()
+        if not output:
+            d = 0
         if self.rng.random() < 0.25:
             # Indirect: r1..r3 hold blocks inside this process's slice (set in the prologue), unless wild.
             ra, rc = self.rng.randint(1, 3), self.rng.randint(1, 3)
@@ -120,6 +122,36 @@ class _Writer:
         self.emit(f"if {a} r{self.rng.randint(4, 7)} {label} 0")
         self.lines[-1] += f"{k:x}"
 
+    def loop(self, depth: int, budget: list[int], iterations: int):
+        counter = 4 + depth
+        self.emit(f"lbeg {iterations:x} r{counter} 0 0")
+        self.lines[-1] += "0"
+        self.block(depth + 1, budget)
+        self.emit(f"lend 0 r{counter} 0 0")
+        self.lines[-1] += "0"
+
+    def speculated_loop(self, depth: int, budget: list[int]):
+        """A speculated memory branch over a loop of tasks that write nothing.
+
+        The loop is a long path, right or wrong, that needs no TM room: decode is still
+        busy with it when the branch resolves, so a squash finds tasks in every stage,
+        and a loop runs under speculation.
+        """
+        self.labels += 1
+        label = f"p{self.pid}_l{self.labels}"
+        k = 1 << 3 | 1 << 2 | self.rng.randint(0, 3)
+        self.emit(f"if {self.region()[0]:x} r{self.rng.randint(4, 7)} {label} 0")
+        self.lines[-1] += f"{k:x}"
+        counter = 4 + depth
+        self.emit(f"lbeg {self.rng.randint(3, 8):x} r{counter} 0 0")
+        self.lines[-1] += "0"
+        for _ in range(self.rng.randint(2, 4)):
+            self.task(output=False)
+        budget[0] -= 1
+        self.emit(f"lend 0 r{counter} 0 0")
+        self.lines[-1] += "0"
+        self.lines.append(f"{label}:")
+
     def block(self, depth: int, budget: list[int]):
         """A sequence of items; forward branches land on a later item or the block's end.
 
@@ -138,12 +170,9 @@ class _Writer:
             elif kind < 0.65:
                 self.register_op()
             elif kind < 0.8 and depth < self.config.hts.loop_depth:
-                counter = 4 + depth
-                self.emit(f"lbeg {self.rng.choice([0, 1, 2, 3]):x} r{counter} 0 0")
-                self.lines[-1] += "0"
-                self.block(depth + 1, budget)
-                self.emit(f"lend 0 r{counter} 0 0")
-                self.lines[-1] += "0"
+                self.loop(depth, budget, self.rng.choice([0, 1, 2, 3]))
+            elif kind < 0.85 and depth < self.config.hts.loop_depth:
+                self.speculated_loop(depth, budget)
             else:
                 self.labels += 1
                 label = f"p{self.pid}_l{self.labels}"
