@@ -51,9 +51,9 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
                    reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
 
 
-def fuzz_job(system: str, first: int, count: int, progress: bool = False):
+def fuzz_job(system: str, first: int, count: int, progress: bool = False, coverage: bool = False):
     """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system ``system``."""
     from .scoreboard import Job
     config = fuzz_system(system)
     return Job(config, tuple(fuzz_case(config, system, seed) for seed in range(first, first + count)),
-               progress=progress)
+               progress=progress, coverage=coverage)

@@ -23,9 +23,10 @@ from typing import Iterable, Iterator
 from hts.isa import Opcode
 
 from .observation import CycleView
-from .trace import EVENT_KINDS
+from .trace import EVENT_KINDS, Trace
 
-__all__ = ["Bin", "BINS", "BIN_NAMES", "Coverage", "trace_coverage", "StateCoverage", "coverage_table"]
+__all__ = ["Bin", "BINS", "BIN_NAMES", "Coverage", "trace_coverage", "StateCoverage", "model_coverage",
+           "coverage_table"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Bin:
 
 
 def _event_bins() -> list[Bin]:
-    return [Bin(f"event.{kind}", f"a `{kind}` event", "trace") for kind in EVENT_KINDS]
+    return [Bin(f"event.{kind}", f"an event `{kind}`", "trace") for kind in EVENT_KINDS]
 
 
 def _branch_bins() -> list[Bin]:
@@ -229,3 +230,8 @@ def _conditions(view: CycleView) -> Iterator[tuple[str, int]]:
             yield f"stall.{reason}", pid
     if view.copying and any(reason in _TLB_STALLS for reason in view.stalls.values()):
         yield "copyback.stalls_decode", 0
+
+
+def model_coverage(trace: Trace, state: StateCoverage) -> Coverage:
+    """Every bin of one model run: its trace's, and the state bins ``state`` observed."""
+    return trace_coverage(event.as_dict() for event in trace.events).merge(state.coverage)
