@@ -4,7 +4,8 @@ A fuzz case is a seed. It draws the programs of every process with ``hts.progen`
 over overlapping regions, nested loops, branches of every kind, several processes, each
 in its own window of memory, and register-indirect regions that sometimes leave it (a
 fault, or a stall on a wrong path). It also draws the accelerators' latencies
-(``ScrambledLatency``) and the initial memory.
+(``ScrambledLatency``: one task in four slow, so that even one-cycle classes keep all
+their instances busy at times) and the initial memory.
 The systems are fixed, because each one is a Verilator build. They are small random
 systems from ``hts.progen.random_config``, chosen so that their structures fill up:
 :data:`SYSTEMS` names them.
