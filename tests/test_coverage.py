@@ -292,12 +292,36 @@ def test_hts_run_prints_the_coverage_table_and_puts_it_in_json(tmp_path, capsys)
     assert "--coverage needs a cycle model" in capsys.readouterr().err
 
 
-def test_hts_fuzz_prints_the_coverage_table():
-    """Three seeds on the RTL (a Verilator build, cached): trace bins from its events."""
-    result = _hts("fuzz", "--seeds", "3", "--system", "one", "--coverage")
-    assert result.returncode == 0, result.stderr
-    assert "event.decode" in result.stdout and "bins hit" in result.stdout
-    assert "3 of 3 random programs match the model" in result.stdout
+def test_hts_fuzz_merges_the_seeds_coverage_and_prints_the_table(monkeypatch, capsys):
+    """The command's side, with the co-simulation replaced by the model's coverage of each seed."""
+    import hts.cosim.run
+    from hts.cosim.scoreboard import RunOutcome
+
+    def cosimulate(job, progress=print):
+        assert job.coverage
+        return [RunOutcome(spec.name, True, None, 10, 10, "", spec.reproduce, coverage=coverage_of("branches"))
+                for spec in job.runs]
+
+    monkeypatch.setattr(hts.cosim.run, "cosimulate", cosimulate)
+    assert main(["fuzz", "--seeds", "3", "--system", "one", "--coverage"]) == 0
+    text = capsys.readouterr().out
+    merged = coverage_of("branches").hits["branch.RR.taken"] * 3
+    assert any(line.split()[:2] == ["branch.RR.taken", str(merged)] for line in text.splitlines())
+    assert "3 of 3 random programs match the model" in text
+
+
+@pytest.mark.slow
+def test_the_rtl_trace_counts_the_trace_bins_as_the_model_does():
+    """Co-simulation (a Verilator build of system one): trace bins come from the RTL's
+    events, state bins from the lockstep model; both equal the model run's own count."""
+    from hts.cosim.fuzz import fuzz_case, fuzz_job, fuzz_system
+    from hts.cosim.run import cosimulate
+    outcomes = cosimulate(fuzz_job("one", 0, 3, coverage=True))
+    config = fuzz_system("one")
+    for seed, outcome in enumerate(outcomes):
+        state = StateCoverage()
+        result = fuzz_case(config, "one", seed).reference(config, observer=state.observe)
+        assert outcome.match and outcome.coverage.hits == model_coverage(result.trace, state).hits
 
 
 @pytest.mark.slow
