@@ -200,7 +200,7 @@ def cmd_run(args) -> int:
                       max_steps=args.max_steps, observer=state.observe if state else None)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, **run_summary(result)}
     coverage = model_coverage(result.trace, state) if state else None
-    if coverage:
+    if coverage is not None:
         summary["coverage"] = coverage.as_dict()
     if args.trace:
         with atomic_path(args.trace) as tmp, open(tmp, "w") as out:
@@ -217,7 +217,7 @@ def cmd_run(args) -> int:
     if result.stalls:
         print("stalls       " + "  ".join(f"{reason} {count}" for reason, count in sorted(result.stalls.items())))
         print("             (cycles a process decoded nothing, by reason, summed over processes)")
-    if coverage:
+    if coverage is not None:
         print(coverage_table(coverage))
     return _report_faults(result.faults)
 
