@@ -4,7 +4,8 @@ A fuzz case is a seed. It draws the programs of every process with ``hts.progen`
 over overlapping regions, nested loops, branches of every kind, several processes, each
 in its own window of memory, and register-indirect regions that sometimes leave it (a
 fault, or a stall on a wrong path). It also draws the accelerators' latencies
-(``ScrambledLatency``) and the initial memory.
+(``ScrambledLatency``: one task in four slow, so that even one-cycle classes keep all
+their instances busy at times) and the initial memory.
 The systems are fixed, because each one is a Verilator build. They are small random
 systems from ``hts.progen.random_config``, chosen so that their structures fill up:
 :data:`SYSTEMS` names them.
@@ -51,9 +52,9 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
                    reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
 
 
-def fuzz_job(system: str, first: int, count: int, progress: bool = False):
+def fuzz_job(system: str, first: int, count: int, progress: bool = False, coverage: bool = False):
     """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system ``system``."""
     from .scoreboard import Job
     config = fuzz_system(system)
     return Job(config, tuple(fuzz_case(config, system, seed) for seed in range(first, first + count)),
-               progress=progress)
+               progress=progress, coverage=coverage)

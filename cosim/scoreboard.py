@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from hts.assembler import Program
 from hts.config import SystemConfig, Window
 from hts.hdl.trace import canonical
+from hts.models.coverage import Coverage
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import Memory, initial_memory, outside_windows
@@ -44,9 +45,11 @@ class RunSpec:
     def initial_memory(self, config: SystemConfig) -> Memory:
         return initial_memory(config, self.seed)
 
-    def reference(self, config: SystemConfig) -> RunResult:
+    def reference(self, config: SystemConfig, observer=None) -> RunResult:
+        """The model's run; ``observer`` as for :class:`~hts.models.hts.HTSModel`."""
         system = self.system(config)
-        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system)).run()
+        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system),
+                        observer=observer).run()
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Job:
     progress: bool = False              # print a line per run
     record: bool = False                # record each run's inputs for a replay (``RunOutcome.stimulus``)
     keep_trace: bool = False            # return each run's RTL events (``RunOutcome.trace``)
+    coverage: bool = False              # count each run's functional coverage (``RunOutcome.coverage``)
 
 
 @dataclass
@@ -74,6 +78,8 @@ class RunOutcome:
     faults: list = field(default_factory=list)
     stimulus: Stimulus | None = None    # with ``Job(record=True)``
     trace: list[dict] | None = None     # the RTL's events, canonical order, with ``Job(keep_trace=True)``
+    coverage: Coverage | None = None    # with ``Job(coverage=True)``: trace bins from the RTL's events,
+                                        # model bins from the reference run
 
     @property
     def sim_cycles_per_s(self) -> float:

@@ -25,7 +25,8 @@ outputs are read once settled. The clock runs inside the HDL (:func:`hts.cosim.t
 With ``Job(record=True)`` the testbench also records every input it writes, with its
 simulation time: a :class:`hts.cosim.replay.Stimulus` that replays the run without Python.
 With ``Job(keep_trace=True)`` each outcome also carries the RTL's events, as read from its
-trace port (``hts cosim --trace``).
+trace port (``hts cosim --trace``); with ``Job(coverage=True)`` its functional coverage
+(``hts.models.coverage``).
 
 The cocotb test :func:`run_jobs` reads a pickled :class:`hts.cosim.scoreboard.Job` named
 by the ``HTS_COSIM_JOB`` environment variable and writes the results beside it.
@@ -51,6 +52,7 @@ from hts.hdl.hts import branch_read_signature, cpu_signature
 from hts.hdl.layouts import task_layout
 from hts.hdl.trace import TraceReader, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
+from hts.models.coverage import StateCoverage, trace_coverage
 from hts.models.hts import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 
@@ -291,7 +293,8 @@ async def run_jobs(dut):
 
 
 async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
-    reference = spec.reference(job.config)
+    state = StateCoverage() if job.coverage else None
+    reference = spec.reference(job.config, observer=state.observe if state else None)
     memory = spec.initial_memory(job.config)
     await tb.reset()
     await tb.load(spec.programs, spec.system(job.config), random.Random(spec.seed), job.load_pause)
@@ -301,6 +304,10 @@ async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s)
     if job.keep_trace:
         outcome.trace = rtl.events
+    if state is not None:
+        # The RTL shows events only: the bins they make are counted on its own trace, the
+        # bins of internal state on the model run in lockstep with it.
+        outcome.coverage = trace_coverage(rtl.events).merge(state.coverage)
     if tb.writes is not None:
         outcome.stimulus = Stimulus(list(tb.writes), start_step, get_sim_time(), rtl.observed)
     return outcome

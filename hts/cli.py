@@ -185,14 +185,23 @@ def _int_list(text: str) -> list[int]:
 def cmd_run(args) -> int:
     import json
     from .models.memory import initial_memory
+    from .models.coverage import StateCoverage, coverage_table, model_coverage
+    from .models.hts import SCHEDULERS as CYCLE_SCHEDULERS
     from .models.report import run_summary
     from .models.simulate import simulate
     from .output import atomic_path
     config = _system(args.config)
     programs = _load_programs(args.programs, config)
+    if args.coverage and args.scheduler not in CYCLE_SCHEDULERS:
+        raise HTSError(f"--coverage needs a cycle model ({', '.join(CYCLE_SCHEDULERS)}), "
+                       f"not --scheduler {args.scheduler}")
+    state = StateCoverage() if args.coverage else None
     result = simulate(config, programs, initial_memory(config, args.seed), args.scheduler,
-                      max_steps=args.max_steps)
+                      max_steps=args.max_steps, observer=state.observe if state else None)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, **run_summary(result)}
+    coverage = model_coverage(result.trace, state) if state else None
+    if coverage is not None:
+        summary["coverage"] = coverage.as_dict()
     if args.trace:
         with atomic_path(args.trace) as tmp, open(tmp, "w") as out:
             result.trace.write_jsonl(out)
@@ -208,6 +217,8 @@ def cmd_run(args) -> int:
     if result.stalls:
         print("stalls       " + "  ".join(f"{reason} {count}" for reason, count in sorted(result.stalls.items())))
         print("             (cycles a process decoded nothing, by reason, summed over processes)")
+    if coverage is not None:
+        print(coverage_table(coverage))
     return _report_faults(result.faults)
 
 
@@ -369,19 +380,26 @@ def cmd_cosim(args) -> int:
 def cmd_fuzz(args) -> int:
     from .cosim.fuzz import fuzz_job
     from .cosim.run import cosimulate
+    from .models.coverage import Coverage, coverage_table
     failures, faulted, done, batch = [], 0, 0, args.batch
+    coverage = Coverage()
     while done < args.seeds:
         count = min(batch, args.seeds - done)
-        job = fuzz_job(args.system, args.first + done, count)
+        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage)
         outcomes = cosimulate(job, progress=_to_stderr)
         failures += [outcome for outcome in outcomes if not outcome.match]
         faulted += sum(bool(outcome.faults) for outcome in outcomes)
+        for outcome in outcomes:
+            if outcome.coverage is not None:
+                coverage.merge(outcome.coverage)
         done += count
         cycles = sum(outcome.cycles or 0 for outcome in outcomes)
         _to_stderr(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
                    f"({cycles:,} cycles in this batch)")
     for outcome in failures:
         _print_outcome_failure(outcome)
+    if args.coverage:
+        print(coverage_table(coverage))
     print(f"{args.seeds - len(failures)} of {args.seeds} random programs match the model "
           f"(system {args.system}, seeds {args.first}..{args.first + args.seeds - 1}); "
           f"{faulted} of them faulted a process")
@@ -548,6 +566,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=_positive_int, default=DEFAULT_STEP_LIMIT,
                    help="give up once a process has executed this many instructions, on every scheduler "
                         f"(default {DEFAULT_STEP_LIMIT:,})")
+    p.add_argument("--coverage", action="store_true",
+                   help="print the functional coverage of the run (hits per bin; under \"coverage\" with --json)")
     p.set_defaults(run=cmd_run)
 
     p = sub.add_parser("compare", help="run programs on every scheduler, against HEFT, REFT and the optimum",
@@ -672,6 +692,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--first", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--system", choices=SYSTEMS, default="small", help="fuzz system (default small)")
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
+    p.add_argument("--coverage", action="store_true",
+                   help="print the functional coverage: hits per bin (hts.models.coverage), event bins counted "
+                        "on the RTL's trace, state bins on the model run beside it")
     p.set_defaults(run=cmd_fuzz)
 
     from .mutate import CHECKS

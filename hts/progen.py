@@ -3,7 +3,10 @@
 Programs are built to stress the scheduler, not to compute anything sensible: regions
 overlap often (RAW, WAR and WAW hazards), loops nest and may run zero times, and
 branches of every kind (RR, MR, BR; speculated or not; all conditions) jump forward,
-inside their own loop body or past the end. Every program terminates: control only goes
+inside their own loop body or past the end. Some speculated memory branches guard a
+loop of tasks that write nothing: a long path, right or wrong, that needs no TM room, so
+that a misprediction finds tasks in every stage and loops run under speculation (the
+bins of ``hts.models.coverage``). Every program terminates: control only goes
 backwards through ``lend``. Each process works in its own slice of memory, as the
 sequential-equivalence contract requires.
 
@@ -81,9 +84,11 @@ class _Writer:
         self.used.append(region)
         return region
 
-    def task(self):
+    def task(self, output: bool = True):
         acc = self.rng.choice(self.config.accelerators)
         (a, b), (c, d) = self.region(), self.region()
+        if not output:
+            d = 0
         if self.rng.random() < 0.25:
             # Indirect: r1..r3 hold blocks inside this process's slice (set in the prologue), unless wild.
             ra, rc = self.rng.randint(1, 3), self.rng.randint(1, 3)
@@ -120,6 +125,31 @@ class _Writer:
         self.emit(f"if {a} r{self.rng.randint(4, 7)} {label} 0")
         self.lines[-1] += f"{k:x}"
 
+    def loop(self, depth: int, iterations: int, body):
+        """``lbeg``, what ``body()`` emits, ``lend``; the counter register is the depth's own."""
+        counter = 4 + depth
+        self.emit(f"lbeg {iterations:x} r{counter} 0 0")
+        self.lines[-1] += "0"
+        body()
+        self.emit(f"lend 0 r{counter} 0 0")
+        self.lines[-1] += "0"
+
+    def speculated_loop(self, depth: int):
+        """A speculated memory branch over a loop of two to four tasks that write nothing.
+
+        The loop is a long path, right or wrong, that needs no TM room: decode is still
+        busy with it when the branch resolves, so a squash finds tasks in every stage,
+        and a loop runs under speculation.
+        """
+        self.labels += 1
+        label = f"p{self.pid}_l{self.labels}"
+        k = 1 << 3 | 1 << 2 | self.rng.randint(0, 3)
+        self.emit(f"if {self.region()[0]:x} r{self.rng.randint(4, 7)} {label} 0")
+        self.lines[-1] += f"{k:x}"
+        tasks = self.rng.randint(2, 4)
+        self.loop(depth, self.rng.randint(3, 8), lambda: [self.task(output=False) for _ in range(tasks)])
+        self.lines.append(f"{label}:")
+
     def block(self, depth: int, budget: list[int]):
         """A sequence of items; forward branches land on a later item or the block's end.
 
@@ -138,12 +168,9 @@ class _Writer:
             elif kind < 0.65:
                 self.register_op()
             elif kind < 0.8 and depth < self.config.hts.loop_depth:
-                counter = 4 + depth
-                self.emit(f"lbeg {self.rng.choice([0, 1, 2, 3]):x} r{counter} 0 0")
-                self.lines[-1] += "0"
-                self.block(depth + 1, budget)
-                self.emit(f"lend 0 r{counter} 0 0")
-                self.lines[-1] += "0"
+                self.loop(depth, self.rng.choice([0, 1, 2, 3]), lambda: self.block(depth + 1, budget))
+            elif kind < 0.85 and depth < self.config.hts.loop_depth:
+                self.speculated_loop(depth)
             else:
                 self.labels += 1
                 label = f"p{self.pid}_l{self.labels}"

@@ -17,6 +17,7 @@ learns of each completion an interrupt latency late.
 """
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from hts.assembler import Program
 from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
@@ -32,6 +33,7 @@ from .enqueue import EnqueueStage
 from .executor import StepCounter, check_programs
 from .memory import Memory
 from .memory_tracker import MemoryTracker, Region, TrackerEntry
+from .observation import CycleView, DecodedInstruction, Occupancy
 from .reservation_station import ReservationStation
 from .timing import DeviceTiming, TableLatency
 from .tlb import CopyBack, TaskLookupBuffer
@@ -90,12 +92,15 @@ def transfer_cycles(config: SystemConfig, blocks: int) -> int:
 
 class HTSModel:
     def __init__(self, config: SystemConfig, programs: list[Program], memory: Memory,
-                 timing: DeviceTiming | None = None, scheduler: str = "hts"):
+                 timing: DeviceTiming | None = None, scheduler: str = "hts",
+                 observer: Callable[[CycleView], None] | None = None):
+        """``observer``, if given, is called with a :class:`CycleView` of every simulated cycle."""
         if scheduler not in SCHEDULERS:
             raise ValueError(f"unknown scheduler {scheduler!r}")
         check_programs(programs, config)
         self.config, self.memory, self.scheduler = config, memory, scheduler
         self.timing = timing or TableLatency()
+        self.observer = observer
         self.runtime = scheduler == "runtime"
         self.speculate = scheduler == "hts" and config.hts.speculation
         self.functions = AcceleratorFunctions(config)
@@ -399,8 +404,8 @@ class HTSModel:
         self.trace.emit(t, "fault", pid=proc.pid, pc=pc, cause=fault[0].name)
         return "fault"
 
-    def _decode(self, t: int, room: dict, stalls: dict[int, str]) -> int | None:
-        """Decode one instruction of one process; its pid, or None.
+    def _decode(self, t: int, room: dict, stalls: dict[int, str]) -> DecodedInstruction | None:
+        """Decode one instruction of one process; what it decoded, or None.
 
         The round-robin arbiter picks the first process (from the one after the last
         picked) whose queue head is present and not blocked; only that one is planned, so
@@ -426,8 +431,9 @@ class HTSModel:
             if isinstance(plan, str):
                 stalls[chosen.pid] = plan
                 return None
+        speculative = bool(chosen.spec_mask)
         self._decode_one(t, chosen, plan)
-        return chosen.pid
+        return DecodedInstruction(chosen.pid, head.pc, head.word.opcode, speculative, chosen.skip_depth > 0)
 
     def _why_not_decodable(self, t: int, proc: ProcessContext, room: dict) -> str | None:
         if proc.done_at is not None:
@@ -576,9 +582,20 @@ class HTSModel:
             "stations": [station.capacity - len(station.tasks) for station in self.stations],
         }
 
+    def _occupancy(self) -> Occupancy:
+        hts = self.config.hts
+        return Occupancy(
+            window=len(self.window.tasks) + (self.enqueue.task is not None), window_capacity=self.window.capacity,
+            tracker=self.tracker.occupancy(), tracker_capacity=len(self.tracker.entries),
+            stations=tuple(len(station.tasks) for station in self.stations), station_capacity=hts.rs_entries,
+            tlb=len(self.tlb.entries), tlb_capacity=self.tlb.capacity,
+            tm_used=self.tlb.tm_next, tm_capacity=self.tlb.tm_blocks)
+
     def step(self) -> bool:
         """Simulate one cycle; whether anything changed."""
         t = self.cycle
+        if self.observer is not None:
+            start, copying = self._occupancy(), self.copyback is not None
         # Retirement and the copy-back engine read the state registered at the start of the cycle.
         progress = self._retire_processes(t)
         self._drained = [proc.drained for proc in self.processes]
@@ -592,10 +609,13 @@ class HTSModel:
         progress |= self._issue(t, list(room["stations"]))
         progress |= self._enqueue(t, broadcast)
         stalls: dict[int, str] = {}
-        progress |= self._decode(t, room, stalls) is not None
+        decoded = self._decode(t, room, stalls)
+        progress |= decoded is not None
         for proc in self.processes:
             progress |= proc.queue.fetch(room["queue"][proc.pid])
         self._end_of_cycle(t)
+        if self.observer is not None:
+            self.observer(CycleView(t, start, copying, stalls, decoded))
         # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
         # change of reason is a change of state even when nothing else moved.
         progress |= stalls != self._last_stalls

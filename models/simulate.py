@@ -8,12 +8,15 @@
   for the final memory; its cycle count is the sum of the task latencies).
 """
 
+from typing import Callable
+
 from hts.assembler import Program
 from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
 
 from .executor import ExecutionResult, run_sequential
 from .hts import SCHEDULERS as CYCLE_SCHEDULERS, HTSModel, RunResult
 from .memory import Memory
+from .observation import CycleView
 from .timing import DeviceTiming, TableLatency
 from .trace import Trace
 
@@ -36,14 +39,18 @@ def naive_cycles(execution: ExecutionResult, programs: list[Program], config: Sy
 
 
 def simulate(config: SystemConfig, programs: list[Program], memory: Memory, scheduler: str = "hts",
-             timing: DeviceTiming | None = None, max_steps: int = DEFAULT_STEP_LIMIT) -> RunResult:
+             timing: DeviceTiming | None = None, max_steps: int = DEFAULT_STEP_LIMIT,
+             observer: Callable[[CycleView], None] | None = None) -> RunResult:
     """``max_steps``: the instructions one process may execute before the run is given up,
-    on every scheduler (a loop that never exits)."""
+    on every scheduler (a loop that never exits). ``observer``: see :class:`HTSModel`; the
+    cycle schedulers only, as the others have no cycles to observe."""
     timing = timing or TableLatency()
     if scheduler in CYCLE_SCHEDULERS:
-        return HTSModel(config, programs, memory, timing, scheduler).run(max_steps)
+        return HTSModel(config, programs, memory, timing, scheduler, observer).run(max_steps)
     if scheduler not in SCHEDULERS:
         raise ValueError(f"unknown scheduler {scheduler!r} (known: {', '.join(SCHEDULERS)})")
+    if observer is not None:
+        raise ValueError(f"scheduler {scheduler!r} has no cycles to observe")
     execution = run_sequential(programs, config, memory, max_steps)
     cycles, busy = naive_cycles(execution, programs, config, timing, interrupt=scheduler == "naive")
     cycles = max(cycles, 1)

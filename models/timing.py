@@ -34,11 +34,17 @@ class ScrambledLatency:
 
     For differential testing: runs whose completions come in orders the fixed table never
     gives. The draw is a hash of the seed, the class and the instruction word, so the same
-    task takes the same time wherever it is timed (model, RTL testbench, a rerun).
+    task takes the same time wherever it is timed (model, RTL testbench, a rerun). One
+    task in four is slow: it draws against at least ``slow`` cycles instead, so that a
+    class of one-cycle accelerators still has all its instances busy now and then, and
+    the structures behind them (stations, tracker) fill up.
     """
     seed: int
+    slow: int = 32
 
     def cycles(self, accelerator: AcceleratorClass, word: Word) -> int:
         key = f"{self.seed}|{accelerator.name}|{word}".encode()
         draw = int.from_bytes(hashlib.blake2b(key, digest_size=8).digest(), "little")
-        return 1 + draw % (2 * accelerator.latency)
+        slow = draw >> 32 & 3 == 0
+        latency = max(accelerator.latency, self.slow) if slow else accelerator.latency
+        return 1 + draw % (2 * latency)

@@ -8,7 +8,11 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-__all__ = ["Event", "Trace"]
+__all__ = ["Event", "Trace", "EVENT_KINDS"]
+
+# Every kind of event, in the order of the table in docs/microarchitecture.md.
+EVENT_KINDS = ("decode", "enqueue", "issue", "dispatch", "complete", "branch", "squash", "abort", "copyback",
+               "retarget", "fault", "end")
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,55 @@
+"""A read-only view of one model cycle, for observers such as functional coverage.
+
+:class:`HTSModel` (``models/hts.py``) takes an optional ``observer``, called once per
+simulated cycle with a :class:`CycleView`. The view holds what the trace does not: the
+occupancy of the structures at the start of the cycle, the decode stall of each
+process, whether the copy-back engine was busy, and the instruction decode consumed.
+It is made of plain values, so an observer can keep it without seeing later cycles
+change it. Cycles the model skips (nothing changes in them) are not observed: their
+state is the state of the last simulated cycle.
+"""
+
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Mapping
+
+from hts.isa import Opcode
+
+__all__ = ["Occupancy", "DecodedInstruction", "CycleView"]
+
+
+@dataclass(frozen=True)
+class Occupancy:
+    """How full each structure is, with its capacity alongside."""
+    window: int                    # tasks in the window, plus the slot the enqueue stage holds
+    window_capacity: int
+    tracker: int                   # tags in flight
+    tracker_capacity: int
+    stations: tuple[int, ...]      # tasks per class
+    station_capacity: int
+    tlb: int                       # TLB entries valid
+    tlb_capacity: int
+    tm_used: int                   # TM blocks handed out by the bump allocator
+    tm_capacity: int
+
+
+@dataclass(frozen=True)
+class DecodedInstruction:
+    """The instruction decode consumed in a cycle, as the process stood when it did."""
+    pid: int
+    pc: int
+    opcode: Opcode
+    speculative: bool              # decoded under an unresolved speculated branch
+    discarding: bool               # after it, the process discards a zero-iteration loop body
+
+
+@dataclass(frozen=True)
+class CycleView:
+    cycle: int
+    start: Occupancy               # registered state at the start of the cycle
+    copying: bool                  # a copy-back was in progress at the start of the cycle
+    stalls: Mapping[int, str]      # pid -> why it decoded nothing this cycle (models/hts.py, stall reasons)
+    decoded: DecodedInstruction | None
+
+    def __post_init__(self):
+        object.__setattr__(self, "stalls", MappingProxyType(dict(self.stalls)))
