@@ -23,6 +23,8 @@ __all__ = ["SYSTEMS", "fuzz_system", "fuzz_job", "WILD"]
 # The chance that a random program loads a base register with any block: about one case
 # in four then faults on its committed path.
 WILD = 0.05
+# One item in twenty a speculated branch over a loop: squashes find every stage busy (hts.progen).
+SPECULATED_LOOPS = 0.05
 
 # name -> seed of hts.progen.random_config(seed, processes=2), and why that one.
 SYSTEMS = {
@@ -47,7 +49,7 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
     rng = random.Random(seed)
     windows = random_windows(rng, config)
     programs = tuple(assemble(text, config, f"fuzz{seed}_p{pid}.s")
-                     for pid, text in enumerate(random_programs(rng, config, wild=WILD)))
+                     for pid, text in enumerate(random_programs(rng, config, wild=WILD, speculated_loops=SPECULATED_LOOPS)))
     return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed, windows=windows,
                    reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
 

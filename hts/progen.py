@@ -3,10 +3,11 @@
 Programs are built to stress the scheduler, not to compute anything sensible: regions
 overlap often (RAW, WAR and WAW hazards), loops nest and may run zero times, and
 branches of every kind (RR, MR, BR; speculated or not; all conditions) jump forward,
-inside their own loop body or past the end. Some speculated memory branches guard a
-loop of tasks that write nothing: a long path, right or wrong, that needs no TM room, so
-that a misprediction finds tasks in every stage and loops run under speculation (the
-bins of ``hts.models.coverage``). Every program terminates: control only goes
+inside their own loop body or past the end. On request (``speculated_loops``, as the
+fuzzer asks) some speculated memory branches guard a loop of tasks that write nothing:
+a long path, right or wrong, that needs no TM room, so that a misprediction finds tasks
+in every stage and loops run under speculation (the bins of ``hts.models.coverage``).
+Without it a seed draws the programs it always did. Every program terminates: control only goes
 backwards through ``lend``. Each process works in its own slice of memory, as the
 sequential-equivalence contract requires.
 
@@ -64,8 +65,9 @@ def random_windows(rng: random.Random, config: SystemConfig) -> tuple[Window, ..
 class _Writer:
     """Emits one process's program as assembly text, tracking PCs for branch targets."""
 
-    def __init__(self, rng: random.Random, config: SystemConfig, pid: int, wild: float):
+    def __init__(self, rng: random.Random, config: SystemConfig, pid: int, wild: float, speculated_loops: float):
         self.rng, self.config, self.pid, self.wild = rng, config, pid, wild
+        self.speculated_loops = speculated_loops
         self.lines: list[str] = []
         self.base = pid * SLICE_BLOCKS
         self.labels = 0
@@ -169,7 +171,7 @@ class _Writer:
                 self.register_op()
             elif kind < 0.8 and depth < self.config.hts.loop_depth:
                 self.loop(depth, self.rng.choice([0, 1, 2, 3]), lambda: self.block(depth + 1, budget))
-            elif kind < 0.85 and depth < self.config.hts.loop_depth:
+            elif kind < 0.8 + self.speculated_loops and depth < self.config.hts.loop_depth:
                 self.speculated_loop(depth)
             else:
                 self.labels += 1
@@ -181,9 +183,10 @@ class _Writer:
 
 
 def random_program(rng: random.Random, config: SystemConfig, pid: int = 0, items: int = 24,
-                   wild: float = 0.0) -> str:
-    """``wild``: the chance that a base register is loaded with any block (see the module)."""
-    writer = _Writer(rng, config, pid, wild)
+                   wild: float = 0.0, speculated_loops: float = 0.0) -> str:
+    """``wild``: the chance that a base register is loaded with any block; ``speculated_loops``:
+    the share of items that are a speculated branch over a loop (see the module)."""
+    writer = _Writer(rng, config, pid, wild, speculated_loops)
     for register in (1, 2, 3):
         writer.emit(f"mov {writer.base_block():x} 0 r{register} 0")
         writer.lines[-1] += "0"
@@ -191,5 +194,6 @@ def random_program(rng: random.Random, config: SystemConfig, pid: int = 0, items
     return "\n".join(writer.lines) + "\n"
 
 
-def random_programs(rng: random.Random, config: SystemConfig, items: int = 24, wild: float = 0.0) -> list[str]:
-    return [random_program(rng, config, pid, items, wild) for pid in range(config.hts.processes)]
+def random_programs(rng: random.Random, config: SystemConfig, items: int = 24, wild: float = 0.0,
+                    speculated_loops: float = 0.0) -> list[str]:
+    return [random_program(rng, config, pid, items, wild, speculated_loops) for pid in range(config.hts.processes)]
