@@ -28,9 +28,11 @@ class CdbHarness(Harness):
     """
 
     # The latency's base case reaches a matrix written from the first tickets, so that a
-    # block ordering them otherwise fails from reset; its cover waits out tiny's bound of
-    # nine cycles behind ten tickets.
-    GROUPS = (PropertyGroup("grants", "prove", 2), PropertyGroup("latency", "prove", 3, cover_depth=12))
+    # block ordering them otherwise fails from reset. Its induction closes in seconds with
+    # six tickets (small); with tiny's ten, neither it nor a bounded check long enough to
+    # wait out the bound finished in five minutes, so it runs up to six instances.
+    GROUPS = (PropertyGroup("grants", "prove", 2),
+              PropertyGroup("latency", "prove", 3, runs_on=lambda config: len(instance_numbering(config)) <= 6))
     ASSUMPTIONS = ()
 
     def build(self, m: Module):
@@ -71,7 +73,7 @@ class CdbHarness(Harness):
     def _latency(self, m: Module, cdb, holding, staying, ahead):
         """The ``latency`` group: every ticket granted within the bound."""
         count, width = len(instance_numbering(self.config)), self.config.hts.cdb_width
-        bound = (count - 1) // width
+        bound = (count - 1) // width   # the other tickets, ``width`` of them granted a cycle
         # Cycles each ticket has waited: 0 in the cycle it is taken.
         waited = [Signal(range(bound + 2), name=f"waited_{i}") for i in range(count)]
         waiting = [Mux(cdb.pending[i], waited[i], 0) for i in range(count)]

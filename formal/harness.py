@@ -27,12 +27,14 @@ class PropertyGroup:
     ``mode`` is ``prove`` (k-induction of ``depth`` steps, with a base case as deep) or
     ``bmc`` (every trace of ``depth`` cycles from reset); ``mode`` and ``depth`` are each
     a value or a function of the configuration. Covers are searched to ``cover_depth``
-    cycles from reset.
+    cycles from reset. ``runs_on`` leaves the group out of configurations where its proof
+    does not finish in reasonable time (docs/verification.md says which).
     """
     name: str
     mode: str | Callable[[SystemConfig], str]
     depth: int | Callable[[SystemConfig], int]
     cover_depth: int = 8
+    runs_on: Callable[[SystemConfig], bool] = lambda config: True
 
     def mode_for(self, config: SystemConfig) -> str:
         return self.mode(config) if callable(self.mode) else self.mode

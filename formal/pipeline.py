@@ -42,7 +42,7 @@ class AnyLatencyCore(wiring.Component):
     It stands for every latency at once, so no counter state enters the induction. It
     writes back as it finishes and moves no data."""
 
-    def __init__(self, config, class_index: int):
+    def __init__(self, config):
         super().__init__(core_signature(config))
 
     def elaborate(self, platform):
@@ -80,8 +80,7 @@ class PipelineHarness(Harness):
         self.arbiter = arbiter = m.submodules.arbiter = DispatchArbiter(config)
         self.asr = asr = m.submodules.asr = AcceleratorStatus(config)
         self.cdb = cdb = m.submodules.cdb = CommonDataBus(config)
-        self.shells = shells = [AcceleratorShell(config, AnyLatencyCore(config, class_index))
-                                for class_index, _ in instance_numbering(config)]
+        self.shells = shells = [AcceleratorShell(config, AnyLatencyCore(config)) for _ in instance_numbering(config)]
         for flat, shell in enumerate(shells):
             m.submodules[f"shell{flat}"] = shell
         self.aborted, self.released, self.squashed = self._wire(m)

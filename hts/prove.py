@@ -244,6 +244,8 @@ def prove(config_names: list[str], blocks: list[str], timeout_s: float = DEFAULT
     for name, config in configs.items():
         for block in blocks:
             for group in harness_class(block).GROUPS:
+                if not group.runs_on(config):
+                    continue
                 progress(f"  [{time.monotonic() - started:6.1f} s] {name}: {block} {group.name} "
                          f"({group.mode_for(config)}, depth {group.depth_for(config)})")
                 result = prove_group(config, name, block, group.name, timeout_s=timeout_s, keep_trace_in=trace_dir)
