@@ -14,7 +14,8 @@ from hts.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve_confi
 pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")
 
 # Each takes 3 to 10 s on a 2-core machine; the CDB on tiny (ten tickets) about 12 s and
-# the pipeline on small one to one and a half minutes, so they and the rest of the second configuration run with -m slow.
+# the pipeline on small one to one and a half minutes, so they and the rest of the
+# second configuration run with -m slow.
 QUICK = [("small", "window", "age_order"), ("small", "window", "squash"),
          ("small", "reservation_station", "age_order"), ("small", "reservation_station", "squash"),
          ("small", "memory_tracker", "age_order"), ("small", "memory_tracker", "tags"),
