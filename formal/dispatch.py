@@ -56,6 +56,11 @@ class DispatchHarness(Harness):
         self.check(m, "dispatch", "grants_the_oldest", Cat(*(
             ~(arbiter.take[c] & eligible[d] & ~arbiter.take[d]) | ~older[tags[c]].bit_select(tags[d], 1)
             for c in classes for d in classes if c != d)).all())
+        # Liveness within the cycle: the oldest eligible offer never waits.
+        self.check(m, "dispatch", "oldest_eligible_offer_is_granted", Cat(*(
+            ~eligible[c] | arbiter.take[c] | Cat(*(eligible[d] & older[tags[c]].bit_select(tags[d], 1)
+                                                   for d in classes if d != c)).any()
+            for c in classes)).all())
         self._check_instances(m, arbiter, asr)
         self.cover(m, "dispatch", "full_width", granted == width)
         if config.hts.tracker_entries > width:   # else too few tags in flight to offer more

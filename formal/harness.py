@@ -25,13 +25,19 @@ class PropertyGroup:
     """One proof: the properties of ``name`` in a harness, and how sby checks them.
 
     ``mode`` is ``prove`` (k-induction of ``depth`` steps, with a base case as deep) or
-    ``bmc`` (every trace of ``depth`` cycles from reset); ``depth`` is a number or a
-    function of the configuration. Covers are searched to ``cover_depth`` cycles from reset.
+    ``bmc`` (every trace of ``depth`` cycles from reset); ``mode`` and ``depth`` are each
+    a value or a function of the configuration. Covers are searched to ``cover_depth``
+    cycles from reset. ``runs_on`` leaves the group out of configurations where its proof
+    does not finish in reasonable time (docs/verification.md says which).
     """
     name: str
-    mode: str
+    mode: str | Callable[[SystemConfig], str]
     depth: int | Callable[[SystemConfig], int]
     cover_depth: int = 8
+    runs_on: Callable[[SystemConfig], bool] = lambda config: True
+
+    def mode_for(self, config: SystemConfig) -> str:
+        return self.mode(config) if callable(self.mode) else self.mode
 
     def depth_for(self, config: SystemConfig) -> int:
         return self.depth(config) if callable(self.depth) else self.depth

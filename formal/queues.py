@@ -1,10 +1,12 @@
 """Properties shared by the fixed-slot queues (window, reservation stations)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Module, Signal
+
+from hts.hdl.primitives import index_set
 
 from .harness import Harness, strict_total_order
 
-__all__ = ["age_order_properties"]
+__all__ = ["age_order_properties", "squash_hits", "squash_properties"]
 
 
 def age_order_properties(harness: Harness, m: Module, queue):
@@ -12,3 +14,31 @@ def age_order_properties(harness: Harness, m: Module, queue):
     for name, holds in strict_total_order(queue.valid, queue.older).items():
         harness.check(m, "age_order", name, holds)
     harness.cover(m, "age_order", "queue_full", queue.valid.all())
+
+
+def squash_hits(queue) -> list:
+    """One bit per slot: a valid entry whose mask meets this cycle's ``squash``, stated
+    from the port and the records, not from the queue's own squash logic."""
+    return [valid & (entry.mask & queue.squash).any() for valid, entry in zip(queue.valid, queue.entries)]
+
+
+def squash_properties(harness: Harness, m: Module, queue, tags: int):
+    """The ``squash`` group: a squash leaves no entry under a squashed ID, and reports
+    exactly the tags of the entries it hits.
+
+    Entries arriving in the squash cycle are not checked against it here: the harness
+    assumes, as the queue's contract says, that arrivals never carry a squashed ID.
+    """
+    hits = squash_hits(queue)
+    was_squash = Signal.like(queue.squash)
+    m.d.sync += was_squash.eq(queue.squash)
+    # The register is zero after reset, so the first cycle checked compares with no squash.
+    harness.check(m, "squash", "no_entry_left_under_a_squashed_id",
+                  Cat(*(~valid | ((entry.mask & was_squash) == 0)
+                        for valid, entry in zip(queue.valid, queue.entries))).all())
+    harness.check(m, "squash", "squashed_tags_are_the_hit_entries",
+                  queue.squashed_tags == index_set(hits, (entry.tag for entry in queue.entries), tags))
+    harness.cover(m, "squash", "squash_hits_an_entry", Cat(*hits).any())
+    if len(hits) > 1:   # one slot cannot hold an entry hit and one spared
+        spared = Cat(*(valid & ~hit for valid, hit in zip(queue.valid, hits)))
+        harness.cover(m, "squash", "squash_hits_one_and_spares_another", Cat(*hits).any() & spared.any())

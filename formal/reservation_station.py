@@ -1,12 +1,12 @@
 """Formal harness of one reservation station (``hts.hdl.reservation_station``)."""
 
-from amaranth.hdl import Module
+from amaranth.hdl import Cat, Module
 
 from hts.hdl.primitives import popcount
 from hts.hdl.reservation_station import ReservationStation
 
 from .harness import Harness, PropertyGroup, free_inputs
-from .queues import age_order_properties
+from .queues import age_order_properties, squash_properties
 
 __all__ = ["ReservationStationHarness"]
 
@@ -14,8 +14,10 @@ __all__ = ["ReservationStationHarness"]
 class ReservationStationHarness(Harness):
     """A station with the window, the dispatch arbiter and the branch unit left free."""
 
-    GROUPS = (PropertyGroup("age_order", "prove", 2),)
-    ASSUMPTIONS = ("insert_only_with_room",)
+    # The squash's base case spans reset, an arrival, the squash and the cycle after, so
+    # that a squash missing an entry fails as a counterexample from reset.
+    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4))
+    ASSUMPTIONS = ("insert_only_with_room", "inserts_not_squashed")
 
     def build(self, m: Module):
         station = m.submodules.station = ReservationStation(self.config)
@@ -23,4 +25,10 @@ class ReservationStationHarness(Harness):
         # The window moves no more tasks of a class than its station's room (its
         # has_room count, hdl/window.py).
         self.assume(m, "insert_only_with_room", popcount(station.insert_valid) <= station.room)
+        # The window issues only tasks the squash spares (``issues_no_squashed_task``,
+        # proved in the window's harness).
+        self.assume(m, "inserts_not_squashed",
+                    Cat(*(~valid | ((task.mask & station.squash) == 0)
+                          for valid, task in zip(station.insert_valid, station.insert_task))).all())
         age_order_properties(self, m, station)
+        squash_properties(self, m, station, self.config.hts.tracker_entries)

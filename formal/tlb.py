@@ -1,4 +1,5 @@
-"""Formal harness of the Task Lookup Buffer (``hts.hdl.tlb``): its age matrix and its picks."""
+"""Formal harness of the Task Lookup Buffer (``hts.hdl.tlb``): its age matrix, its picks,
+and its copy-back and retarget offers."""
 
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Signal
@@ -12,23 +13,34 @@ __all__ = ["TlbHarness"]
 
 
 class TlbHarness(Harness):
-    """The TLB with decode, the CDB, the branch unit and the copy-back engine left free.
+    """The TLB with decode, the CDB, the branch unit, the memory tracker and the copy-back
+    engine left free.
 
     Its searches (decode's read and branch look-ups: the youngest hit; the copy-back and
     retarget choices: the oldest candidate) pick with ``youngest`` and ``oldest`` of
     ``hts.hdl.primitives`` over valid slots and its ``older`` matrix. ``picks`` checks
     those picks over any set of valid slots, the hits of every search among them.
+
+    ``copy_back`` checks the offers against the tracker's ``touches`` and
+    ``tracker_valid``, which are free: whatever the tracker reports, an offered home has
+    no in-flight access (a retarget's: none but its own producer's). The tracker fills a
+    slot's ``touches`` column only the cycle after the slot's allocation, so a copy
+    must never be offered for a slot allocated the cycle before either.
     """
 
-    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("picks", "prove", 2))
-    ASSUMPTIONS = ()
+    # The copy-back base case spans reset, an allocation, the broadcast of its producer
+    # and the offer, so that an offer the rules forbid fails as a counterexample from reset.
+    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("picks", "prove", 2),
+              PropertyGroup("copy_back", "prove", 4))
+    ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released")
 
     def build(self, m: Module):
         tlb = m.submodules.tlb = TaskLookupBuffer(self.config)
         free_inputs(m, tlb)
         for name, holds in strict_total_order(tlb.valid, tlb.older).items():
-            # The picks are one-hot only over an order: their induction needs it too.
-            self.check(m, ("age_order", "picks"), name, holds)
+            # The picks (the copy-back offers among them) are one-hot only over an order:
+            # their inductions need it too.
+            self.check(m, ("age_order", "picks", "copy_back"), name, holds)
         self.cover(m, "age_order", "full", tlb.valid.all())
 
         hits = Signal(self.config.hts.tlb_entries)
@@ -38,3 +50,39 @@ class TlbHarness(Harness):
         self.check(m, "picks", "youngest_hit_is_one", popcount(youngest_hit) == found)
         self.check(m, "picks", "oldest_candidate_is_one", popcount(oldest_hit) == found)
         self.cover(m, "picks", "pick_among_all_entries", tlb.valid.all() & hits.all())
+        self._copy_back(m, tlb)
+
+    def _copy_back(self, m: Module, tlb):
+        count = self.config.hts.tlb_entries
+        # Decode allocates only with ``has_room`` (its TLB stall, step 8).
+        self.assume(m, "alloc_only_with_room", ~tlb.alloc | tlb.has_room)
+        # A new entry's producer is the tag decode allocates in the same cycle, free in the
+        # tracker; the tags released (broadcast, squashed, aborted) are all in flight.
+        self.assume(m, "new_producer_not_released", ~tlb.alloc | ~tlb.broadcast.bit_select(tlb.alloc_entry.producer, 1))
+
+        def in_flight_accesses(index):
+            """The tags in flight whose reads or writes touch the home of slot ``index``."""
+            return Cat(*(row.bit_select(index, 1) for row in tlb.touches)) & tlb.tracker_valid
+
+        copy_accesses = in_flight_accesses(tlb.copy_index)
+        retarget_accesses = in_flight_accesses(tlb.retarget_index)
+        producer = tlb.retarget_entry.producer
+        self.check(m, "copy_back", "copy_offer_is_valid",
+                   ~tlb.copy_valid | tlb.valid.bit_select(tlb.copy_index, 1))
+        self.check(m, "copy_back", "copy_offer_untouched", ~tlb.copy_valid | (copy_accesses == 0))
+        self.check(m, "copy_back", "copy_offer_not_allocated_last_cycle",
+                   ~tlb.copy_valid | ~tlb._young.bit_select(tlb.copy_index, 1))
+        self.check(m, "copy_back", "retarget_offer_is_valid",
+                   ~tlb.retarget_valid | tlb.valid.bit_select(tlb.retarget_index, 1))
+        self.check(m, "copy_back", "retarget_offer_touched_only_by_its_producer",
+                   ~tlb.retarget_valid | ((retarget_accesses & ~(1 << producer)) == 0))
+        self.check(m, "copy_back", "retarget_offer_not_allocated_last_cycle",
+                   ~tlb.retarget_valid | ~tlb._young.bit_select(tlb.retarget_index, 1))
+
+        self.cover(m, "copy_back", "copy_offered_with_a_tag_in_flight", tlb.copy_valid & tlb.tracker_valid.any())
+        self.cover(m, "copy_back", "retarget_offered_while_its_producer_touches_it",
+                   tlb.retarget_valid & retarget_accesses.any())
+        if count > 1:   # a passed-over entry needs a second one
+            touched = Cat(*(in_flight_accesses(slot).any() for slot in range(count))) & tlb.valid
+            self.cover(m, "copy_back", "copy_passes_over_an_older_touched_entry",
+                       tlb.copy_valid & (touched & tlb.older[tlb.copy_index]).any())

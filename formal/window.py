@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module
 from hts.hdl.window import DispatchWindow
 
 from .harness import Harness, PropertyGroup, free_inputs
-from .queues import age_order_properties
+from .queues import age_order_properties, squash_properties
 
 __all__ = ["WindowHarness"]
 
@@ -13,8 +13,10 @@ __all__ = ["WindowHarness"]
 class WindowHarness(Harness):
     """The window with decode, the stations and the branch unit left free."""
 
-    GROUPS = (PropertyGroup("age_order", "prove", 2),)
-    ASSUMPTIONS = ("append_only_with_room", "station_room_in_range")
+    # The squash's base case spans reset, an arrival, the squash and the cycle after, so
+    # that a squash missing an entry fails as a counterexample from reset.
+    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4))
+    ASSUMPTIONS = ("append_only_with_room", "station_room_in_range", "append_not_squashed")
 
     def build(self, m: Module):
         window = m.submodules.window = DispatchWindow(self.config)
@@ -24,4 +26,12 @@ class WindowHarness(Harness):
         # Each station reports a count of its free entries, at most its size.
         self.assume(m, "station_room_in_range",
                     Cat(*(room <= self.config.hts.rs_entries for room in window.station_room)).all())
+        # The enqueue stage drops a task under a squashed ID instead of appending it
+        # (``append`` is ``occupied & ~squashed`` in hdl/enqueue.py; step 7).
+        self.assume(m, "append_not_squashed", ~window.append | ((window.append_task.mask & window.squash) == 0))
         age_order_properties(self, m, window)
+        squash_properties(self, m, window, self.config.hts.tracker_entries)
+        # What the stations' harness assumes of their insertions.
+        self.check(m, "squash", "issues_no_squashed_task",
+                   Cat(*(~valid | ((task.mask & window.squash) == 0)
+                         for valid, task in zip(window.issue_valid, window.issue_task))).all())

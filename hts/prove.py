@@ -37,6 +37,7 @@ BLOCKS = {
     "asr": "asr:AsrHarness",
     "cdb": "cdb:CdbHarness",
     "dispatch": "dispatch:DispatchHarness",
+    "pipeline": "pipeline:PipelineHarness",
 }
 
 #: The configurations proved when none is given: the one-entry preset and ``small``, a
@@ -180,7 +181,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
     cls = harness_class(block)
     group = next(g for g in cls.GROUPS if g.name == group_name)
     harness = cls(config, group_name, drop)
-    depth = group.depth_for(config)
+    mode, depth = group.mode_for(config), group.depth_for(config)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="hts_prove_") as tmp:
         workdir = Path(tmp)
@@ -189,7 +190,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
         path_env = _tool_path(bin_dir)
         il = rtlil.convert(harness, name="harness", ports=[harness.domain.clk])
         (workdir / "harness.il").write_text(il)
-        (workdir / "proof.sby").write_text(sby_text(group.mode, depth))
+        (workdir / "proof.sby").write_text(sby_text(mode, depth))
         (workdir / "covers.sby").write_text(sby_text("cover", group.cover_depth))
         status, log = _run_sby(workdir, "proof", path_env, timeout_s)
         failed = _failures(log) if status != "PASS" else []
@@ -202,7 +203,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
             failed += [line for line in _failures(cover_log) if line.startswith("cover")]
             if cover_status in ("TIMEOUT", "ERROR"):
                 status, log = cover_status, cover_log
-    return ProofResult(config_name, block, group_name, group.mode, depth, status,
+    return ProofResult(config_name, block, group_name, mode, depth, status,
                        round(time.monotonic() - started, 1), reached, total, failed, trace,
                        log.splitlines()[-12:] if status != "PASS" else [])
 
@@ -243,8 +244,10 @@ def prove(config_names: list[str], blocks: list[str], timeout_s: float = DEFAULT
     for name, config in configs.items():
         for block in blocks:
             for group in harness_class(block).GROUPS:
+                if not group.runs_on(config):
+                    continue
                 progress(f"  [{time.monotonic() - started:6.1f} s] {name}: {block} {group.name} "
-                         f"({group.mode}, depth {group.depth_for(config)})")
+                         f"({group.mode_for(config)}, depth {group.depth_for(config)})")
                 result = prove_group(config, name, block, group.name, timeout_s=timeout_s, keep_trace_in=trace_dir)
                 progress(f"  [{time.monotonic() - started:6.1f} s] {name}: {block} {group.name}: {result.result}"
                          f" in {result.seconds} s, covers {result.covers_reached}/{result.covers_total}")

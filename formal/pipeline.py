@@ -1,0 +1,202 @@
+"""Formal harness of the back end as one: window, stations, dispatch arbiter, ASR, CDB and
+accelerator shells, wired as ``hts.hdl.hts.HTS`` wires them, checked for lost or
+duplicated task records."""
+
+import operator
+from functools import reduce
+
+from amaranth.asserts import AnySeq
+from amaranth.hdl import Cat, Module, Signal
+from amaranth.lib import wiring
+
+from hts.hdl.accelerator import AcceleratorShell, core_signature
+from hts.hdl.asr import AcceleratorStatus, instance_numbering
+from hts.hdl.cdb import CommonDataBus
+from hts.hdl.dispatch import DispatchArbiter
+from hts.hdl.primitives import index_set, popcount
+from hts.hdl.reservation_station import ReservationStation
+from hts.hdl.window import DispatchWindow
+
+from .harness import Harness, PropertyGroup, free_inputs, strict_total_order
+
+__all__ = ["AnyLatencyCore", "PipelineHarness"]
+
+
+#: Cycles from reset of the bounded check where the induction does not close: records
+#: appended in the first three cycles after reset fill both instances of a class and
+#: offer a third task by the fifth, whose loss shows in the sixth. (On small the eighth
+#: cycle alone costs the solver more than five minutes.)
+BMC_DEPTH = 7
+
+
+def _one_entry_queues(config) -> bool:
+    """Whether the window and the stations hold one entry each (tiny), where the records'
+    k-induction closes in seconds; on small (four entries, two dispatch ways) it did not
+    close in ten minutes, so there it is a bounded check from reset."""
+    return config.hts.window == 1 and config.hts.rs_entries == 1
+
+
+class AnyLatencyCore(wiring.Component):
+    """A core that finishes after any number of cycles: ``done`` rises in whichever cycle a
+    free input chooses and stays until the task leaves, as ``core_signature`` requires.
+    It stands for every latency at once, so no counter state enters the induction. It
+    writes back as it finishes and moves no data."""
+
+    def __init__(self, config):
+        super().__init__(core_signature(config))
+
+    def elaborate(self, platform):
+        m = Module()
+        done = Signal()
+        with m.If(self.start | self.release):
+            m.d.sync += done.eq(0)
+        with m.Elif(AnySeq(1)):
+            m.d.sync += done.eq(1)
+        m.d.comb += [self.done.eq(done), self.writeback.eq(done), self.dma.read.eq(0), self.dma.write.eq(0)]
+        return m
+
+
+class PipelineHarness(Harness):
+    """Records from the window to the shells and out through the CDB.
+
+    Decode, the enqueue stage, the branch unit (``squash``, ``confirm``) and the memory
+    tracker (``older``, ``tasks``) are left free; tasks enter the window with free tags.
+    A *place* is a window slot, a station slot or a shell; a record is a valid place and
+    the tag it holds. ``released`` is the top level's set of tags freed this cycle: the
+    CDB's grants, the squashed queue entries and the aborted shells.
+    """
+
+    GROUPS = (PropertyGroup("records", lambda config: "prove" if _one_entry_queues(config) else "bmc",
+                            lambda config: 2 if _one_entry_queues(config) else BMC_DEPTH),)
+    ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists",
+                   "tracker_orders_held_tags")
+
+    def build(self, m: Module):
+        config = self.config
+        self.window = window = m.submodules.window = DispatchWindow(config)
+        self.stations = stations = [ReservationStation(config) for _ in config.accelerators]
+        for class_index, station in enumerate(stations):
+            m.submodules[f"station{class_index}"] = station
+        self.arbiter = arbiter = m.submodules.arbiter = DispatchArbiter(config)
+        self.asr = asr = m.submodules.asr = AcceleratorStatus(config)
+        self.cdb = cdb = m.submodules.cdb = CommonDataBus(config)
+        self.shells = shells = [AcceleratorShell(config, AnyLatencyCore(config)) for _ in instance_numbering(config)]
+        for flat, shell in enumerate(shells):
+            m.submodules[f"shell{flat}"] = shell
+        self.aborted, self.released, self.squashed = self._wire(m)
+
+        places = [*zip(window.valid, (entry.tag for entry in window.entries)),
+                  *((valid, entry.tag) for station in stations for valid, entry in zip(station.valid, station.entries)),
+                  *((shell.busy, shell.current.tag) for shell in shells)]
+        held = Signal(config.hts.tracker_entries)
+        m.d.comb += held.eq(index_set([valid for valid, _ in places], [tag for _, tag in places], len(held)))
+        self._assume_inputs(m, held)
+        self._helpers(m, places)
+        self._records(m, places, held)
+
+    def _wire(self, m: Module):
+        """The connections of ``HTS.elaborate`` among these blocks; returns (aborted,
+        released, squashed), the top level's sets of this cycle."""
+        config, tags = self.config, self.config.hts.tracker_entries
+        window, stations, arbiter, asr, cdb, shells = (self.window, self.stations, self.arbiter, self.asr,
+                                                       self.cdb, self.shells)
+        squash, confirm = Signal(config.hts.spec_ids), Signal(config.hts.spec_ids)
+        m.d.comb += [squash.eq(AnySeq(len(squash))), confirm.eq(AnySeq(len(confirm)))]
+        held_tags = [shell.current.tag for shell in shells]
+        aborted, released, squashed = Signal(len(shells)), Signal(tags), Signal(tags)
+        m.d.comb += [
+            cdb.finished.eq(Cat(*(shell.done for shell in shells))),
+            aborted.eq(Cat(*(shell.busy & (shell.current.mask & squash).any() for shell in shells)) & ~cdb.grant),
+            cdb.abort.eq(aborted),
+            asr.release.eq(cdb.grant | aborted),
+            squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]))),
+            released.eq(index_set(cdb.grant, held_tags, tags) | squashed | index_set(aborted, held_tags, tags)),
+        ]
+        for flat, shell in enumerate(shells):
+            m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
+                         shell.power_enable.eq(1), shell.confirm.eq(confirm)]
+            wiring.connect(m, arbiter.deliver[flat], shell.task)
+            # The retarget (copy-back engine) and the memory port stay free: no tag depends on them.
+            free_inputs(m, shell, wired=(shell.task.valid, shell.task.payload, shell.granted, shell.abort,
+                                         shell.power_enable, shell.confirm))
+        for queue in [window, *stations]:
+            m.d.comb += [queue.squash.eq(squash), queue.confirm.eq(confirm), queue.broadcast.eq(released)]
+        m.d.comb += [
+            arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
+            arbiter.has_free.eq(asr.has_free),
+            arbiter.free_instance.eq(asr.free_instance),
+            asr.occupy.eq(arbiter.occupy),
+        ]
+        for class_index, station in enumerate(stations):
+            m.d.comb += [
+                arbiter.offer_task[class_index].eq(station.offer_task),
+                station.take.eq(arbiter.take[class_index]),
+                window.station_room[class_index].eq(station.room),
+                station.insert_task.eq(window.issue_task),
+                station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
+                                              for valid, task in zip(window.issue_valid, window.issue_task)))),
+            ]
+        # Decode's task and the tracker's age matrix and entries are free.
+        free_inputs(m, window, wired=(window.squash, window.confirm, window.broadcast, window.station_room))
+        free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,
+                                       arbiter.free_instance))
+        return aborted, released, squashed
+
+    def _assume_inputs(self, m: Module, held):
+        config, window = self.config, self.window
+        task = window.append_task
+        # Decode appends only when the window reports room (step 8).
+        self.assume(m, "append_only_with_room", ~window.append | (window.room != 0))
+        # The enqueue stage drops a task under a squashed ID instead (hdl/enqueue.py).
+        self.assume(m, "append_not_squashed", ~window.append | ((task.mask & window.squash) == 0))
+        # Decode gave the task a tag free in the tracker, and the tracker holds every tag
+        # a place holds.
+        self.assume(m, "appended_tag_free", ~window.append | ((task.tag < config.hts.tracker_entries)
+                                                              & ~held.bit_select(task.tag, 1)))
+        # Decode builds tasks of the configured classes only.
+        self.assume(m, "appended_class_exists", ~window.append | (task.accel_class < len(config.accelerators)))
+        # The tracker's matrix orders its tags in flight, which include the held ones
+        # (proved in the memory tracker's harness).
+        self.assume(m, "tracker_orders_held_tags", Cat(*strict_total_order(held, self.arbiter.older).values()).all())
+
+    def _helpers(self, m: Module, places):
+        """State no port of the pipeline shows, which the induction needs."""
+        config, window, shells = self.config, self.window, self.shells
+        for queue_name, queue in [("window", window), *((f"station{c}", s) for c, s in enumerate(self.stations))]:
+            for name, holds in strict_total_order(queue.valid, queue.older).items():
+                self.check(m, "records", f"{queue_name}_age_{name}", holds)
+        self.check(m, "records", "window_tasks_of_existing_classes",
+                   Cat(*(~valid | (entry.accel_class < len(config.accelerators))
+                         for valid, entry in zip(window.valid, window.entries))).all())
+        self.check(m, "records", "held_tags_exist",
+                   Cat(*(~valid | (tag < config.hts.tracker_entries) for valid, tag in places)).all())
+        shell_busy = Cat(*(shell.busy for shell in shells))
+        self.check(m, "records", "asr_busy_is_shells_busy", self.asr.busy == shell_busy)
+        self.check(m, "records", "tickets_only_of_done_shells",
+                   (self.cdb.pending & ~Cat(*(shell.done for shell in shells))) == 0)
+
+    def _records(self, m: Module, places, held):
+        """No two places hold one tag, and records come and go only by arrivals and releases."""
+        window = self.window
+        self.check(m, "records", "no_two_places_hold_one_tag", Cat(*(
+            ~(valid_a & valid_b) | (tag_a != tag_b)
+            for k, (valid_a, tag_a) in enumerate(places) for valid_b, tag_b in places[k + 1:])).all())
+        count = popcount(valid for valid, _ in places)
+        arriving = index_set([window.append], [window.append_task.tag], len(held))
+        was_held, was_released, was_arriving = Signal.like(held), Signal.like(held), Signal.like(held)
+        was_count = Signal(range(len(places) + 1))
+        m.d.sync += [was_held.eq(held), was_released.eq(self.released), was_arriving.eq(arriving),
+                     was_count.eq(count)]
+        # The registers read zero after reset, as every place does.
+        self.check(m, "records", "held_tags_change_only_by_arrivals_and_releases",
+                   held == (was_held & ~was_released | was_arriving))
+        self.check(m, "records", "record_count_changes_only_by_arrivals_and_releases",
+                   count + popcount(was_released) == was_count + popcount(was_arriving))
+
+        shell_busy = Cat(*(shell.busy for shell in self.shells))
+        self.cover(m, "records", "a_record_completes", self.cdb.grant.any())
+        if self.config.hts.tracker_entries >= 3:   # else too few tags for three records
+            self.cover(m, "records", "records_in_window_station_and_shell",
+                       window.valid.any() & Cat(*(s.valid.any() for s in self.stations)).any() & shell_busy.any())
+        self.cover(m, "records", "a_squash_removes_a_queued_record", self.squashed.any())
+        self.cover(m, "records", "a_squash_aborts_a_running_record", self.aborted.any())
