@@ -70,6 +70,9 @@ def test_soak(system):
     assert not _failures(outcomes), _failures(outcomes)
 
 
+# A Verilator build of its own (the mutant's) and 30 seeds: a minute and a half. The
+# default run catches every catalogued mutant more cheaply (tests/test_mutation.py).
+@pytest.mark.slow
 def test_a_tracker_that_ignores_waw_is_caught_by_the_random_programs():
     with injected("tracker_waw_ignored"):
         outcomes = cosimulate(fuzz_job("small", 0, 30))
