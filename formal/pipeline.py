@@ -13,6 +13,7 @@ from hts.hdl.accelerator import AcceleratorShell, core_signature
 from hts.hdl.asr import AcceleratorStatus, instance_numbering
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
+from hts.hdl.hts import connect_issue_and_dispatch
 from hts.hdl.primitives import index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
 from hts.hdl.window import DispatchWindow
@@ -121,21 +122,7 @@ class PipelineHarness(Harness):
                                          shell.power_enable, shell.confirm))
         for queue in [window, *stations]:
             m.d.comb += [queue.squash.eq(squash), queue.confirm.eq(confirm), queue.broadcast.eq(released)]
-        m.d.comb += [
-            arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
-            arbiter.has_free.eq(asr.has_free),
-            arbiter.free_instance.eq(asr.free_instance),
-            asr.occupy.eq(arbiter.occupy),
-        ]
-        for class_index, station in enumerate(stations):
-            m.d.comb += [
-                arbiter.offer_task[class_index].eq(station.offer_task),
-                station.take.eq(arbiter.take[class_index]),
-                window.station_room[class_index].eq(station.room),
-                station.insert_task.eq(window.issue_task),
-                station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
-                                              for valid, task in zip(window.issue_valid, window.issue_task)))),
-            ]
+        connect_issue_and_dispatch(m, window, stations, arbiter, asr)
         # Decode's task and the tracker's age matrix and entries are free.
         free_inputs(m, window, wired=(window.squash, window.confirm, window.broadcast, window.station_room))
         free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,

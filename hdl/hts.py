@@ -47,7 +47,7 @@ from .tlb import TaskLookupBuffer
 from .trace import trace_layout
 from .window import DispatchWindow
 
-__all__ = ["HTS", "cpu_signature", "branch_read_signature"]
+__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_issue_and_dispatch"]
 
 
 def cpu_signature(config: SystemConfig) -> wiring.Signature:
@@ -96,6 +96,26 @@ def branch_read_signature(config: SystemConfig) -> wiring.Signature:
         "block": Out(data.ArrayLayout(config.widths.phys_block, slots)),
         "data": In(data.ArrayLayout(REGISTER_BITS, slots)),
     })
+
+
+def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
+    """Window → stations → dispatch arbiter → ASR, as the top level wires them (the formal
+    pipeline harness, ``hts.formal.pipeline``, wires the same way)."""
+    m.d.comb += [
+        arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
+        arbiter.has_free.eq(asr.has_free),
+        arbiter.free_instance.eq(asr.free_instance),
+        asr.occupy.eq(arbiter.occupy),
+    ]
+    for class_index, station in enumerate(stations):
+        m.d.comb += [
+            arbiter.offer_task[class_index].eq(station.offer_task),
+            station.take.eq(arbiter.take[class_index]),
+            window.station_room[class_index].eq(station.room),
+            station.insert_task.eq(window.issue_task),
+            station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
+                                          for valid, task in zip(window.issue_valid, window.issue_task)))),
+        ]
 
 
 class HTS(wiring.Component):
@@ -216,23 +236,8 @@ class HTS(wiring.Component):
         ]
 
         # ---- dispatch and issue -------------------------------------------------------------
-        m.d.comb += [
-            arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
-            arbiter.has_free.eq(asr.has_free),
-            arbiter.free_instance.eq(asr.free_instance),
-            arbiter.older.eq(tracker.older),
-            arbiter.tasks.eq(tracker.entries),
-            asr.occupy.eq(arbiter.occupy),
-        ]
-        for class_index, station in enumerate(stations):
-            m.d.comb += [
-                arbiter.offer_task[class_index].eq(station.offer_task),
-                station.take.eq(arbiter.take[class_index]),
-                window.station_room[class_index].eq(station.room),
-                station.insert_task.eq(window.issue_task),
-                station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
-                                              for valid, task in zip(window.issue_valid, window.issue_task)))),
-            ]
+        connect_issue_and_dispatch(m, window, stations, arbiter, asr)
+        m.d.comb += [arbiter.older.eq(tracker.older), arbiter.tasks.eq(tracker.entries)]
 
         # ---- copy-back engine and TLB choices ----------------------------------------------
         self._copy_back(m)
