@@ -8,7 +8,7 @@ import sys
 from fractions import Fraction
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from hts.models.graphs import (
     build_graph, case_study, erdos_renyi, graph_program, layer_by_layer, lu, program_graph, topcuoglu, uniform_dag,
@@ -217,6 +217,7 @@ def pc_label(pid, pc):
 
 @settings(max_examples=25)
 @given(st.integers(0, 2**32 - 1))
+@example(248)   # a task dispatched in the cycle its speculation ID is confirmed, the ID then reused
 def test_trace_schedule_keeps_exactly_the_committed_tasks(seed):
     """Random programs with branches on random systems: a speculative task that finished
     before its branch was found mispredicted is not a slot, and every committed task is."""

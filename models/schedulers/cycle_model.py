@@ -31,10 +31,15 @@ def trace_schedule(result: RunResult, label: Callable[[int, int], str]) -> Sched
     """
     dispatched = {}             # tag -> (dispatch cycle, speculation mask)
     done = []                   # [pid, pc, slot, mask] in completion order
+    # IDs confirmed in the current cycle: the clear lands at the end of the cycle, so a
+    # task dispatched later in that cycle still shows the bit in its dispatch event.
+    cycle, confirmed_now = None, 0
     for event in result.trace.events:
         fields = event.fields
+        if event.cycle != cycle:
+            cycle, confirmed_now = event.cycle, 0
         if event.event == "dispatch":
-            dispatched[fields["tag"]] = (event.cycle, fields["mask"])
+            dispatched[fields["tag"]] = (event.cycle, fields["mask"] & ~confirmed_now)
         elif event.event == "abort":
             dispatched.pop(fields["tag"])
         elif event.event == "complete":
@@ -43,6 +48,7 @@ def trace_schedule(result: RunResult, label: Callable[[int, int], str]) -> Sched
             done.append([fields["pid"], fields["pc"], slot, mask])
         elif event.event == "branch" and fields["spec_id"] is not None and not fields["taken"]:
             confirmed = ~(1 << fields["spec_id"])           # the bit is cleared everywhere, and reused
+            confirmed_now |= 1 << fields["spec_id"]
             dispatched = {tag: (cycle, mask & confirmed) for tag, (cycle, mask) in dispatched.items()}
             for entry in done:
                 entry[3] &= confirmed
