@@ -49,7 +49,8 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
     rng = random.Random(seed)
     windows = random_windows(rng, config)
     programs = tuple(assemble(text, config, f"fuzz{seed}_p{pid}.s")
-                     for pid, text in enumerate(random_programs(rng, config, wild=WILD, speculated_loops=SPECULATED_LOOPS)))
+                     for pid, text in enumerate(random_programs(rng, config, wild=WILD,
+                                                                speculated_loops=SPECULATED_LOOPS)))
     return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed, windows=windows,
                    reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
 
