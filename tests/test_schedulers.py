@@ -171,6 +171,8 @@ MACHINES = st.sampled_from([
 
 @SMALL
 @given(GRAPHS, MACHINES)
+@example(erdos_renyi(6, 0.75, 34356, classes=("a", "b"), comm_range=(0, 60)),
+         static_machine({"a": 1, "b": 1, "c": 1}))          # CP-SAT once called this INFEASIBLE
 def test_optimal_is_feasible_bounded_and_never_beaten(graph, machine):
     """The optimum here is searched without REFT's length or the lower bound in the model,
     so neither inequality below holds by construction."""
