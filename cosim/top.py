@@ -20,8 +20,11 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 from hts.hdl.accelerator import core_signature, dma_signature
 from hts.hdl.asr import instance_numbering
+from hts.hdl.axi_hts import AxiHTS
+from hts.hdl.axi_lite import axi_lite_signature
+from hts.hdl.control import ADDR_BITS
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
-from hts.hdl.layouts import task_layout
+from hts.hdl.layouts import fault_layout, task_layout
 from hts.hdl.trace import any_event, trace_layout
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "ports",
@@ -58,6 +61,11 @@ class CosimTop(wiring.Component):
     ``hts.hdl.hts``. The accelerator DMA ports are tied off inside (external cores never
     request).
 
+    With ``axi=True`` the scheduler is :class:`hts.hdl.axi_hts.AxiHTS`: ``s_axi`` and
+    ``irq`` take the place of ``cpu``, and two ports watch the CPU port inside, as the
+    testbench's scoreboard needs them cycle for cycle: ``started`` (out, the ``start``
+    pulse the control registers make) and ``fault`` (out, as ``cpu.fault``).
+
     Added ports, one bit or one entry per flat instance (``hts.hdl.asr`` numbering):
 
     - ``core_start`` (out): the instance accepts a task this cycle;
@@ -74,10 +82,13 @@ class CosimTop(wiring.Component):
       or a copy in progress.
     """
 
-    def __init__(self, config: SystemConfig):
+    def __init__(self, config: SystemConfig, axi: bool = False):
         instances = len(instance_numbering(config))
+        self._axi = axi
+        control = {"s_axi": In(axi_lite_signature(ADDR_BITS)), "irq": Out(1), "started": Out(config.hts.processes),
+                   "fault": Out(fault_layout(config))} if axi else {"cpu": In(cpu_signature(config))}
         super().__init__({
-            "cpu": In(cpu_signature(config)),
+            **control,
             "branch_read": Out(branch_read_signature(config)),
             "copyback_tm": Out(dma_signature(config)),
             "copyback_home": Out(dma_signature(config)),
@@ -93,7 +104,7 @@ class CosimTop(wiring.Component):
             "wake": Out(1),
         })
         self.cores: list[ExternalCore] = []
-        self.hts = HTS(config, core=self._new_core)
+        self.hts = (AxiHTS if axi else HTS)(config, core=self._new_core)
 
     def _new_core(self, config: SystemConfig, class_index: int) -> ExternalCore:
         core = ExternalCore(config, class_index)
@@ -103,8 +114,14 @@ class CosimTop(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.hts = hts = self.hts
-        for name in ("cpu", "branch_read", "copyback_tm", "copyback_home"):
+        for name in ("s_axi" if self._axi else "cpu", "branch_read", "copyback_tm", "copyback_home"):
             wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(hts, name))
+        if self._axi:
+            scheduler, cpu = hts.scheduler, hts.scheduler.cpu
+            m.d.comb += [self.irq.eq(hts.irq), self.started.eq(cpu.start), self.fault.eq(cpu.fault)]
+            fault = self.fault
+        else:
+            scheduler, cpu, fault = hts, self.cpu, self.cpu.fault
         for dma in hts.accel_dma:
             m.d.comb += [dma.ready.eq(1), dma.rvalid.eq(0)]
         cores = self.cores
@@ -112,17 +129,17 @@ class CosimTop(wiring.Component):
             self.events.eq(hts.events),
             self.core_start.eq(Cat(*(core.start for core in cores))),
             self.core_release.eq(Cat(*(core.release for core in cores))),
-            self.grant.eq(hts.cdb.grant),
-            self.copying.eq(hts.copy_back.copying),
+            self.grant.eq(scheduler.cdb.grant),
+            self.copying.eq(scheduler.copy_back.copying),
         ]
         for flat, core in enumerate(cores):
             m.d.comb += [self.core_task[flat].eq(core.task), core.done.eq(self.core_done[flat]),
                          core.writeback.eq(self.core_writeback[flat])]
-        m.d.sync += self.cycle.eq(Mux(self.cpu.start.any(), 0, self.cycle + 1))
+        m.d.sync += self.cycle.eq(Mux(cpu.start.any(), 0, self.cycle + 1))
 
         trace = self.events
         m.d.comb += self.wake.eq(any_event(trace) | self.branch_read.valid.any() | self.copying
-                                 | self.copyback_tm.read | self.copyback_home.write | self.cpu.fault.valid
+                                 | self.copyback_tm.read | self.copyback_home.write | fault.valid
                                  | self.core_start.any() | self.core_release.any())
         return m
 

@@ -346,15 +346,17 @@ def cmd_cosim(args) -> int:
     from .cosim.scoreboard import Job, RunSpec
     config = _system(args.config)
     programs = tuple(_load_programs(args.programs, config))
-    command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed)])
+    command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed),
+                        *(["--axi"] if args.axi else [])])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
-    [outcome] = cosimulate(Job(config, (spec,), keep_trace=args.trace is not None), waves=args.waves,
-                           progress=_to_stderr)
+    [outcome] = cosimulate(Job(config, (spec,), keep_trace=args.trace is not None, axi=args.axi),
+                           waves=args.waves, progress=_to_stderr)
     if args.trace:
         _write_events(args.trace, outcome.trace)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
-               "memory_digest": outcome.memory_digest, "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
+               "axi": args.axi, "memory_digest": outcome.memory_digest,
+               "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
                "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes,
                "faults": [dict(zip(("cycle", "pid", "pc", "cause"), fault)) for fault in outcome.faults]}
     if args.json:
@@ -364,6 +366,9 @@ def cmd_cosim(args) -> int:
         print(f"config       {config.source}    seed {args.seed}")
         print(f"cycles       {outcome.cycles} (model: {outcome.model_cycles})")
         print(f"traces       {'match, cycle for cycle' if outcome.match else 'DIFFER'}")
+        if args.axi:
+            print(f"control      AXI4-Lite (cocotbext-axi): loaded, started, ended on the interrupt; "
+                  f"status registers {'as the model' if outcome.match else 'checked only if all else matched'}")
         print(f"memory       {outcome.memory_digest}  (digest of home memory)")
         print(f"speed        {outcome.sim_cycles_per_s:,.0f} simulated cycles/s "
               f"({outcome.wakes} of the cycles woke Python)")
@@ -385,7 +390,7 @@ def cmd_fuzz(args) -> int:
     coverage = Coverage()
     while done < args.seeds:
         count = min(batch, args.seeds - done)
-        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage)
+        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage, axi=args.axi)
         outcomes = cosimulate(job, progress=_to_stderr)
         failures += [outcome for outcome in outcomes if not outcome.match]
         faulted += sum(bool(outcome.faults) for outcome in outcomes)
@@ -674,6 +679,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="initial memory and CPU load pauses (default 0)")
     p.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
+    p.add_argument("--axi", action="store_true",
+                   help="the scheduler behind its AXI4-Lite control registers (hts.hdl.axi_hts): cocotbext-axi "
+                        "loads and starts the programs, the run ends on the interrupt, and the status "
+                        "registers are checked against the model (a build of its own)")
     p.add_argument("--trace", metavar="FILE",
                    help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
                         "(within a cycle in canonical order, hts.hdl.trace.canonical)")
@@ -692,6 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--first", type=int, default=0, help="first seed (default 0)")
     p.add_argument("--system", choices=SYSTEMS, default="small", help="fuzz system (default small)")
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
+    p.add_argument("--axi", action="store_true",
+                   help="load, start and end every run through the AXI4-Lite control registers (as hts cosim --axi)")
     p.add_argument("--coverage", action="store_true",
                    help="print the functional coverage: hits per bin (hts.models.coverage), event bins counted "
                         "on the RTL's trace, state bins on the model run beside it")

@@ -72,6 +72,7 @@ __all__ = [
 # module exists is the default.
 _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
+    "axi_hts": "hts.hdl.axi_hts:AxiHTS",
     "memory_tracker": "hts.hdl.memory_tracker:MemoryTracker",
     "tlb": "hts.hdl.tlb:TaskLookupBuffer",
     "branch_unit": "hts.hdl.branch_unit:BranchUnit",
@@ -86,6 +87,7 @@ _BLOCKS = {
     "task_queue": "hts.hdl.task_queue:TaskQueue",
     "gpr": "hts.hdl.gpr:GPRBank",
     "loop_stack": "hts.hdl.loop_stack:LoopStack",
+    "control": "hts.hdl.control:AxiLiteControl",
 }
 
 

@@ -6,6 +6,7 @@ run in a job shares one simulator process, reset between runs.
 """
 
 import dataclasses
+import functools
 import json
 import os
 import random
@@ -24,7 +25,7 @@ from hts.config import load_config
 from hts.cosim.fuzz import SYSTEMS, fuzz_job
 from hts.cosim.replay import replay
 from hts.cosim.run import build, cosimulate
-from hts.cosim.scoreboard import Job, RunSpec, score
+from hts.cosim.scoreboard import Job, RunSpec, expected_registers, score
 from hts.cosim.top import CLOCKED, TOPLEVEL, CosimTop, ports
 from hts.cosim.views import view_reader
 from hts.errors import HTSError
@@ -40,24 +41,27 @@ def _failures(outcomes):
     return "\n".join(f"{o.name}: {o.difference}\n  reproduce: {o.reproduce}" for o in outcomes if not o.match)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny"])
-def test_every_benchmark_matches_the_model_cycle_for_cycle(preset):
+# On tiny through the AXI4-Lite control registers: cocotbext-axi loads and starts each
+# benchmark, the run ends on the interrupt, and the status registers are the model's.
+@pytest.mark.parametrize("preset, axi", [("default", False), ("tiny", True)])
+def test_every_benchmark_matches_the_model_cycle_for_cycle(preset, axi):
     config = load_config(preset)
     runs = tuple(RunSpec(name=name, programs=(assemble(benchmarks.source(name), config, f"{name}.s"),), seed=index,
-                         reproduce=f"hts cosim benchmarks/{name}.s -c {preset} --seed {index}")
+                         reproduce=f"hts cosim benchmarks/{name}.s -c {preset} --seed {index}{' --axi' * axi}")
                  for index, name in enumerate(benchmarks.BENCHMARKS))
-    outcomes = cosimulate(Job(config, runs))
+    outcomes = cosimulate(Job(config, runs, axi=axi))
     assert not _failures(outcomes), _failures(outcomes)
     assert [o.cycles for o in outcomes] == [o.model_cycles for o in outcomes]
     assert all(o.events > 0 for o in outcomes)
 
 
-# 175 random programs per default run: 150 on a roomy two-process system, 25 on the
-# one-entry system (whose programs run long since the fuzzer's slow tasks: 88 s for 50).
-# `hts fuzz --seeds N` runs more on request.
-@pytest.mark.parametrize("system, count", [("small", 150), ("one", 25)])
-def test_random_programs_match_the_model(system, count):
-    outcomes = cosimulate(fuzz_job(system, 0, count))
+# 175 random programs per default run: 150 on a roomy two-process system (50 of them
+# through the AXI4-Lite control registers), 25 on the one-entry system (whose programs
+# run long since the fuzzer's slow tasks: 88 s for 50). `hts fuzz --seeds N` runs more on request.
+@pytest.mark.parametrize("system, first, count, axi", [("small", 0, 100, False), ("small", 100, 50, True),
+                                                       ("one", 0, 25, False)])
+def test_random_programs_match_the_model(system, first, count, axi):
+    outcomes = cosimulate(fuzz_job(system, first, count, axi=axi))
     assert len(outcomes) == count
     assert not _failures(outcomes), _failures(outcomes)
     # Windows and wild base registers: the CPU port's faults were compared, not absent.
@@ -108,6 +112,24 @@ def test_a_write_outside_every_window_is_reported_even_where_model_and_executor_
     outcome = score(config, spec, run, canonical([e.as_dict() for e in run.trace.events]), run.cycles,
                     run.memory, faults, 0, 1.0)
     assert outcome.difference == "home memory outside every process's window changed"
+
+
+def test_status_registers_that_disagree_with_the_model_are_named():
+    """Through AXI4-Lite the scoreboard also checks what the status registers read after the end."""
+    config, programs = windows_example()
+    spec = RunSpec(name="windows", programs=tuple(programs), windows=config.windows)
+    run = spec.reference(config)
+    events = canonical([e.as_dict() for e in run.trace.events])
+    faults = [(f.cycle, f.pid, f.pc, f.cause.name) for f in run.faults]
+    right = {**expected_registers(run, config.hts.processes), "irq_raised": 1, "irq_cleared": 1}
+    assert right["FAULTED"] and "FAULT_PC" in right       # the example faults: those registers are checked
+    verdict = functools.partial(score, config, spec, run, events, run.cycles, run.memory, faults, 0, 1.0)
+    assert verdict(control=right).match
+    assert verdict(control={**right, "CYCLES": run.cycles - 1}).difference == (
+        f"status registers (read, model): CYCLES {run.cycles - 1:#x} vs {run.cycles:#x}")
+    assert "did not rise" in verdict(control={**right, "irq_raised": 0}).difference
+    assert "did not clear" in verdict(control={**right, "irq_cleared": 0}).difference
+    assert "never ended" in verdict(control={}).difference
 
 
 def _hts(*args):

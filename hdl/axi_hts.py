@@ -1,0 +1,58 @@
+"""The scheduler as an SoC peripheral: ``HTS`` behind its AXI4-Lite control registers."""
+
+from amaranth.hdl import Module
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from hts.config import SystemConfig
+
+from .accelerator import LatencyCore, dma_signature
+from .asr import instance_numbering
+from .axi_lite import axi_lite_signature
+from .control import ADDR_BITS, AxiLiteControl
+from .hts import HTS, branch_read_signature
+from .primitives import popcount
+from .trace import trace_layout
+
+__all__ = ["AxiHTS"]
+
+
+class AxiHTS(wiring.Component):
+    """:class:`hts.hdl.hts.HTS` with :class:`hts.hdl.control.AxiLiteControl` on its CPU port.
+
+    - ``s_axi`` (in, :func:`hts.hdl.axi_lite.axi_lite_signature`, from the SoC's
+      interconnect): the control registers (``hts.hdl.control.REGISTERS``);
+    - ``irq`` (out, registered): level interrupt for process ends and faults;
+    - ``branch_read``, ``copyback_tm``, ``copyback_home``, ``accel_dma``, ``events``: the
+      scheduler's memory and trace ports, passed through (``hts.hdl.hts.HTS``).
+
+    ``core`` builds each instance's core, as for ``HTS``. ``scheduler`` is the wrapped
+    ``HTS``, public for tests and the synthesis report.
+    """
+
+    def __init__(self, config: SystemConfig, core=LatencyCore):
+        super().__init__({
+            "s_axi": In(axi_lite_signature(ADDR_BITS)),
+            "irq": Out(1),
+            "branch_read": Out(branch_read_signature(config)),
+            "copyback_tm": Out(dma_signature(config)),
+            "copyback_home": Out(dma_signature(config)),
+            "accel_dma": Out(dma_signature(config)).array(len(instance_numbering(config))),
+            "events": Out(trace_layout(config)),
+        })
+        self.scheduler = HTS(config, core=core)
+        self.control = AxiLiteControl(config)
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.scheduler = scheduler = self.scheduler
+        m.submodules.control = control = self.control
+        wiring.connect(m, wiring.flipped(self.s_axi), control.bus)
+        wiring.connect(m, control.cpu, scheduler.cpu)
+        for name in ("branch_read", "copyback_tm", "copyback_home"):
+            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(scheduler, name))
+        for outer, inner in zip(self.accel_dma, scheduler.accel_dma):
+            wiring.connect(m, wiring.flipped(outer), inner)
+        m.d.comb += [self.events.eq(scheduler.events), self.irq.eq(control.irq),
+                     control.completed.eq(popcount(scheduler.cdb.grant))]
+        return m
