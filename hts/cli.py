@@ -72,11 +72,17 @@ def cmd_verilog(args) -> int:
     from .synth import default_block, module_name, write_verilog
     config = _system(args.config)
     block = args.block or default_block()
+    if args.soc_top and block != "axi_hts":
+        raise HTSError(f"--soc-top wraps the block axi_hts, not {block!r} (add --block axi_hts)")
     warnings = write_verilog(config, block, args.output)
     for warning in warnings:
         print(warning, file=sys.stderr)
     lint = f"{len(warnings)} Verilator warning(s)" if warnings else "lints clean"
     print(f"{block} on {config.source}: module {module_name(block)} -> {args.output} ({lint})")
+    if args.soc_top:
+        from .soc_top import SOC_TOP, write_soc_top
+        write_soc_top(args.output, args.soc_top)
+        print(f"SoC top: module {SOC_TOP} (AXI4-Lite s_axi_control, aclk, aresetn, interrupt) -> {args.soc_top}")
     return 0
 
 
@@ -636,6 +642,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(p)
     p.add_argument("--block", metavar="NAME", help=block_help)
     p.add_argument("-o", "--output", metavar="FILE.v", required=True, help="Verilog file to write")
+    p.add_argument("--soc-top", metavar="FILE.v",
+                   help="with --block axi_hts: also write module hts_axi_top, the scheduler with SoC port names "
+                        "(s_axi_control_*, aclk, aresetn, interrupt) and Vivado interface attributes")
     p.set_defaults(run=cmd_verilog)
 
     p = sub.add_parser("synth", help="synthesize an RTL block for an FPGA: LUTs, FFs, BRAM, DSPs, Fmax",
