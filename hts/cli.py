@@ -201,6 +201,11 @@ def cmd_run(args) -> int:
     if args.coverage and args.scheduler not in CYCLE_SCHEDULERS:
         raise HTSError(f"--coverage needs a cycle model ({', '.join(CYCLE_SCHEDULERS)}), "
                        f"not --scheduler {args.scheduler}")
+    if args.timeline_png and not args.timeline:
+        raise HTSError("--timeline-png draws the timeline: give --timeline FILE.json too")
+    if args.timeline and args.scheduler not in CYCLE_SCHEDULERS:
+        raise HTSError(f"--timeline needs a cycle model's trace ({', '.join(CYCLE_SCHEDULERS)}), "
+                       f"not --scheduler {args.scheduler}")
     state = StateCoverage() if args.coverage else None
     result = simulate(config, programs, initial_memory(config, args.seed), args.scheduler,
                       max_steps=args.max_steps, observer=state.observe if state else None)
@@ -211,6 +216,10 @@ def cmd_run(args) -> int:
     if args.trace:
         with atomic_path(args.trace) as tmp, open(tmp, "w") as out:
             result.trace.write_jsonl(out)
+    if args.timeline:
+        from .timeline import write_timeline
+        write_timeline(args.timeline, [event.as_dict() for event in result.trace.events], config, len(programs),
+                       plot=args.timeline_png)
     if args.json:
         print(json.dumps(summary))
         return _report_faults(result.faults)
@@ -355,10 +364,14 @@ def cmd_cosim(args) -> int:
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed),
                         *(["--axi"] if args.axi else [])])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
-    [outcome] = cosimulate(Job(config, (spec,), keep_trace=args.trace is not None, axi=args.axi),
+    keep_trace = args.trace is not None or args.timeline is not None
+    [outcome] = cosimulate(Job(config, (spec,), keep_trace=keep_trace, axi=args.axi),
                            waves=args.waves, progress=_to_stderr)
     if args.trace:
         _write_events(args.trace, outcome.trace)
+    if args.timeline:
+        from .timeline import write_timeline
+        write_timeline(args.timeline, outcome.trace, config, len(programs))
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
                "axi": args.axi, "memory_digest": outcome.memory_digest,
@@ -572,6 +585,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", choices=SCHEDULERS, default="hts",
                    help="hts (default), hts-nospec, runtime (software), naive, or sequential (in order)")
     p.add_argument("--trace", metavar="FILE", help="write the event trace as JSON lines")
+    p.add_argument("--timeline", metavar="FILE.json",
+                   help="write the run as a Chrome trace-event timeline (open it in Perfetto): a track per "
+                        "accelerator instance, per process, and for copy-back and retarget")
+    p.add_argument("--timeline-png", metavar="FILE.png", help="with --timeline: also draw it with matplotlib")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
     p.add_argument("--max-steps", type=_positive_int, default=DEFAULT_STEP_LIMIT,
@@ -688,6 +705,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="initial memory and CPU load pauses (default 0)")
     p.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
+    p.add_argument("--timeline", metavar="FILE.json",
+                   help="write the RTL's events as a Chrome trace-event timeline, as `hts run --timeline` does")
     p.add_argument("--axi", action="store_true",
                    help="the scheduler behind its AXI4-Lite control registers (hts.hdl.axi_hts): cocotbext-axi "
                         "loads and starts the programs, the run ends on the interrupt, and the status "

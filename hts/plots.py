@@ -185,3 +185,32 @@ def plot_kill_matrix(rows: list[dict], checks: list[str], path: str | Path, titl
     killed = sum(row["killed"] for row in rows)
     ax.set_title(f"{title}: {killed} of {len(rows)} killed", fontsize=10)
     _save(fig, path)
+
+
+def plot_timeline(trace: dict, path: str | Path, title: str):
+    """A trace-event timeline (``hts.timeline``) drawn as a viewer draws it: a row per
+    thread that has events, grouped by process, slices as bars and instants as ticks."""
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    groups = {e["pid"]: e["args"]["name"] for e in trace["traceEvents"]
+              if e["ph"] == "M" and e["name"] == "process_name"}
+    shown = [e for e in trace["traceEvents"] if e["ph"] in ("X", "i")]
+    rows = sorted({(e["pid"], e["tid"]) for e in shown})
+    colours = plt.get_cmap("tab10")
+    classes = sorted({e["name"].split(" ")[0] for e in shown if e["ph"] == "X"})
+    fig, ax = plt.subplots(figsize=(10, 1.2 + 0.32 * len(rows)))
+    for event in shown:
+        y = rows.index((event["pid"], event["tid"]))
+        if event["ph"] == "X":
+            aborted = event["name"].endswith("(aborted)")
+            ax.barh(y, event["dur"], left=event["ts"], height=0.6, edgecolor="black", linewidth=0.3,
+                    color="#d0d0d0" if aborted else colours(classes.index(event["name"].split(" ")[0]) % 10),
+                    hatch="//" if aborted else None)
+        else:
+            ax.plot([event["ts"]] * 2, [y - 0.3, y + 0.3], color="black", linewidth=0.6)
+    ax.set_yticks(range(len(rows)), [f"{groups[pid]}: {names[pid, tid]}" for pid, tid in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("cycles (1 us on a trace viewer's axis)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    _save(fig, path)
