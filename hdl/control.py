@@ -188,8 +188,9 @@ class AxiLiteControl(wiring.Component):
             "CYCLES_LO": state.cycles[:DATA_BITS], "CYCLES_HI": state.cycles_hi, "TASKS": state.tasks,
             "PID": state.pid, "LOAD_ADDR": state.load_addr, "WINDOW_BASE": state.window_base,
         }
+        assert set(values) == {register.name for register in REGISTERS if register.access != "WO"}
         offset = subordinate.read_addr
-        readable = Cat(*(offset == register.offset for register in REGISTERS if register.name in values)).any()
+        readable = Cat(*(offset == offset_of(name) for name in values)).any()
         with m.Switch(offset):
             for name, value in values.items():
                 with m.Case(offset_of(name)):
