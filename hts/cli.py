@@ -401,6 +401,65 @@ def cmd_cosim(args) -> int:
     return 1 if outcome.faults else 0
 
 
+def cmd_explore(args) -> int:
+    import csv
+    import io
+    import json
+    from .explore import COLUMNS, SYNTH_COLUMNS, SweepSpec, cheapest_within, explore, load_sweep, parse_key, \
+        pareto_front, points
+    from .output import atomic_path
+    from .plots import plot_explore
+    base = _system(args.config)
+    spec = load_sweep(args.sweep) if args.sweep else SweepSpec({}, {})
+    keys = {**spec.keys, **dict(parse_key(text) for text in args.key or [])}
+    programs = {**spec.programs, **{path: _read_text(path) for path in args.programs}}
+    if not keys or not programs:
+        raise HTSError("hts explore needs at least one --key (or a --sweep file with keys) and one program")
+    result = explore(points(base, SweepSpec(keys, programs), args.synth), args.scheduler, args.workers,
+                     progress=_to_stderr)
+    columns = ["point", *COLUMNS, *(SYNTH_COLUMNS if args.synth else ())]
+    rows = [{"point": o.point.label(), **dict(o.point.values), **o.row} for o in result.outcomes if o.row]
+    failed = [o for o in result.outcomes if o.error]
+    widths = {name: max([len(name), *(len(str(row.get(name, ""))) for row in rows)]) + 2 for name in columns}
+    print(f"{'point':<{widths['point']}}" + "".join(f"{name:>{widths[name]}}" for name in columns[1:]))
+    for row in rows:
+        print(f"{row['point']:<{widths['point']}}"
+              + "".join(f"{str(row.get(name, '')):>{widths[name]}}" for name in columns[1:]))
+    for outcome in failed:
+        print(f"FAILED {outcome.point.label()} {outcome.point.program}: {outcome.error}", file=sys.stderr)
+    print(f"reused {result.reused} of {len(result.outcomes)} points from the cache")
+    for program in programs:
+        best = cheapest_within(result.outcomes, args.within, program)
+        if best:
+            cost = f"{best.row['lut_sites']} LUT4 sites" if args.synth else "smallest swept values (no synthesis)"
+            print(f"{program}: cheapest within {args.within:g}% of the best cycles: {best.point.label()} "
+                  f"({best.row['cycles']} cycles; {cost})")
+    header = ["point", *keys, *columns[1:]]
+    if args.csv:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, header, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        with atomic_path(args.csv) as tmp:
+            tmp.write_text(buffer.getvalue())
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(json.dumps({"keys": keys, "rows": rows,
+                                       "failed": [{"point": o.point.label(), "program": o.point.program,
+                                                   "error": o.error} for o in failed]}, indent=1))
+    if args.plot and rows:
+        front = {o.point.label() for o in pareto_front(result.outcomes)}
+        plot_explore(rows, front, args.plot, f"hts explore on {base.source}")
+    return 1 if failed else 0
+
+
+def _read_text(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as error:
+        raise HTSError(f"{path}: {error.strerror}") from None
+
+
 def cmd_fuzz(args) -> int:
     from .cosim.fuzz import fuzz_job
     from .cosim.run import cosimulate
@@ -719,6 +778,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(run=cmd_cosim)
 
     from .cosim.fuzz import SYSTEMS
+    p = sub.add_parser("explore", help="sweep configuration keys over programs on Dask: table, CSV/JSON, Pareto PNG",
+                       description="Design-space exploration: every combination of the swept configuration "
+                                   "values, on every program, runs the cycle model (and with --synth the ECP5 "
+                                   "synthesis) as a Dask task, on a LocalCluster here or on --scheduler's "
+                                   "cluster. Finished points are cached ($HTS_EXPLORE_CACHE) and reused.")
+    _add_config(p)
+    p.add_argument("programs", nargs="*", metavar="PROG.s", help="assembly programs (one process each)")
+    p.add_argument("--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
+                   help="a key to sweep, with its values or a power-of-two range (repeatable)")
+    p.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
+    p.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="an existing dask.distributed scheduler (default: a LocalCluster on this machine)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster workers (default 2)")
+    p.add_argument("--within", type=float, default=5.0, metavar="PCT",
+                   help="report the cheapest point within PCT%% of the best cycles (default 5)")
+    p.add_argument("--csv", metavar="FILE", help="write the rows as CSV")
+    p.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    p.add_argument("--plot", metavar="FILE.png", help="Pareto front of cycles against LUT4 sites (with --synth)")
+    p.set_defaults(run=cmd_explore)
+
     p = sub.add_parser("fuzz", help="random programs on the Verilated RTL against the model (soak test)",
                        description="Randomized differential testing: for each seed, random programs (tasks "
                                    "over overlapping regions, loops, every branch kind, two processes) with "

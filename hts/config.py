@@ -28,7 +28,7 @@ from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
-    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for",
+    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for", "with_value", "config_yaml",
 ]
 
 # Instructions one process may execute in a run, on every scheduler (``--max-steps``): a
@@ -413,3 +413,30 @@ def describe(config: SystemConfig) -> list[tuple[str, Any, str]]:
         rows.append((f"windows[{pid}]", f"[{window.base:#x}, {window.end:#x})" + (" shared" * window.shared),
                      "home blocks the process may touch" + ("" if config.windows else " (no windows: all memory)")))
     return rows
+
+
+def config_yaml(config: SystemConfig) -> str:
+    """``config`` as a configuration file that :func:`load_config` reads back to an equal one."""
+    return yaml.safe_dump(_file_form(config))
+
+
+def _file_form(config: SystemConfig) -> dict:
+    raw = dataclasses.asdict(config)
+    del raw["source"], raw["marks"]           # where it came from, not what it sets
+    # Optional keys left unset are None here, and a configuration file leaves them out.
+    raw["accelerators"] = [{field: setting for field, setting in acc.items() if setting is not None}
+                           for acc in raw["accelerators"]]
+    if not raw["windows"]:
+        del raw["windows"]                    # none: all of memory, which a file says by leaving it out
+    return raw
+
+
+def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
+    """``config`` with ``key`` (``section.name``) set to ``value``, validated like a file."""
+    raw = _file_form(config)
+    section, _, name = key.partition(".")
+    if not isinstance(raw.get(section), dict) or not name:
+        sections = ", ".join(k for k, v in raw.items() if isinstance(v, dict))
+        raise ConfigError(key, f"not a configuration key (section.name; sections: {sections})")
+    raw[section][name] = value
+    return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")

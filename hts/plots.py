@@ -214,3 +214,36 @@ def plot_timeline(trace: dict, path: str | Path, title: str):
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
     _save(fig, path)
+
+
+def plot_explore(rows: list[dict], front: set[str], path: str | Path, title: str):
+    """``hts explore``'s points: cycles against LUT4 sites per program, the Pareto front
+    joined (``front`` holds its points' labels); without synthesis figures, cycles per point."""
+    programs = sorted({row["program"] for row in rows})
+    colours = plt.get_cmap("tab10")
+    fig, ax = plt.subplots(figsize=(8, 5))
+    if all("lut_sites" in row for row in rows):
+        for index, program in enumerate(programs):
+            mine = sorted((row for row in rows if row["program"] == program), key=lambda row: row["lut_sites"])
+            ax.scatter([r["lut_sites"] for r in mine], [r["cycles"] for r in mine], color=colours(index), s=18,
+                       label=program)
+            edge = [row for row in mine if row["point"] in front]
+            ax.plot([r["lut_sites"] for r in edge], [r["cycles"] for r in edge], color=colours(index), linewidth=1)
+            for row in mine:
+                ax.annotate(row["point"], (row["lut_sites"], row["cycles"]), fontsize=6, xytext=(3, 3),
+                            textcoords="offset points")
+        ax.set_xlabel("LUT4 sites (hts synth, ECP5)")
+        ax.legend(fontsize=7)
+    else:
+        labels = sorted({row["point"] for row in rows}, key=lambda label: [r["point"] for r in rows].index(label))
+        width = 0.8 / len(programs)
+        for index, program in enumerate(programs):
+            cycles = {row["point"]: row["cycles"] for row in rows if row["program"] == program}
+            ax.bar([k + index * width for k in range(len(labels))], [cycles.get(label, 0) for label in labels],
+                   width, color=colours(index), label=program)
+        ax.set_xticks([k + 0.4 - width / 2 for k in range(len(labels))], labels, rotation=45, ha="right", fontsize=7)
+        ax.legend(fontsize=7)
+    ax.set_ylabel("cycles (cycle model)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    _save(fig, path)

@@ -7,19 +7,16 @@ hand, never in CI. A new sweep is one line in :data:`SWEEPS`.
 """
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 
-import yaml
-
-from .config import PRESETS, SystemConfig, load_config, parse_config
+from .config import PRESETS, SystemConfig, load_config, with_value
 from .errors import HTSError
 from .plots import plot_synth_sweep
 from .synth import designs, synthesize
 
-__all__ = ["SWEEPS", "with_value", "sweep", "main"]
+__all__ = ["SWEEPS", "sweep", "main"]
 
 # (configuration key, values, block). Sweeps of blocks that do not exist yet are skipped.
 SWEEPS = [
@@ -27,20 +24,6 @@ SWEEPS = [
     ("hts.window", (4, 8, 16, 32), "window"),
     ("hts.rs_entries", (2, 4, 8, 16), "reservation_station"),
 ]
-
-
-def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
-    """``config`` with ``key`` (``section.name``) set to ``value``, validated like a file."""
-    raw = dataclasses.asdict(config)
-    del raw["source"], raw["marks"]           # where it came from, not what it sets
-    # Optional keys left unset are None here, and a configuration file leaves them out.
-    raw["accelerators"] = [{field: setting for field, setting in acc.items() if setting is not None}
-                           for acc in raw["accelerators"]]
-    if not raw["windows"]:
-        del raw["windows"]                    # none: all of memory, which a file says by leaving it out
-    section, name = key.split(".")
-    raw[section][name] = value
-    return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")
 
 
 def sweep(config: SystemConfig, key: str, values, block: str, freq_mhz: float) -> list[dict]:

@@ -12,9 +12,9 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from hts import synth
+from hts.config import with_value
 from hts.errors import ConfigError, HTSError
 from hts.hdl.layouts import tracker_entry_layout
-from hts.synth_sweep import with_value
 
 
 def hts(*args, cwd=None, env=None):

@@ -1,0 +1,88 @@
+"""``hts explore``: points on a Dask cluster equal ``hts run``, re-runs come from the cache,
+a failing point is reported without losing the others, and the outputs are written."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hts import benchmarks
+from hts.config import config_yaml, load_config, with_value
+from hts.errors import HTSError
+from hts.explore import SweepSpec, cheapest_within, explore, parse_key, points
+
+distributed = pytest.importorskip("dask.distributed")
+
+PROGRAM = Path(benchmarks.__file__).parent / "audio_compression.s"
+KEYS = {"hts.window": (1, 2), "hts.tracker_entries": (2, 4)}
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as local:
+        yield local.scheduler_address
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("HTS_EXPLORE_CACHE", str(tmp_path / "cache"))
+
+
+def _points(**keys):
+    return points(load_config("tiny"), SweepSpec(keys or KEYS, {"audio": PROGRAM.read_text()}), synth=False)
+
+
+def test_points_equal_hts_run_and_a_rerun_reuses_every_one(tmp_path, cluster):
+    first = explore(_points(), cluster, progress=lambda line: None)
+    assert [o.error for o in first.outcomes] == [None] * 4 and first.reused == 0
+    for outcome in first.outcomes:
+        config = load_config("tiny")
+        for key, value in outcome.point.values:
+            config = with_value(config, key, value)
+        point_file = tmp_path / "point.yaml"
+        point_file.write_text(config_yaml(config))
+        result = subprocess.run([sys.executable, "-m", "hts", "run", PROGRAM, "--json", "-c", point_file],
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr
+        assert outcome.row["cycles"] == json.loads(result.stdout)["cycles"], outcome.point.label()
+    again = explore(_points(), cluster, progress=lambda line: None)
+    assert again.reused == 4 and [o.row for o in again.outcomes] == [o.row for o in first.outcomes]
+
+
+def test_a_failing_point_is_reported_and_the_others_finish(cluster):
+    # Eight words of program memory cannot hold the benchmark: that point fails on its worker.
+    result = explore(_points(**{"hts.program_words": (8, 1024)}), cluster, progress=lambda line: None)
+    small, large = result.outcomes
+    assert small.row is None and "program" in small.error.lower()
+    assert large.error is None and large.row["cycles"] > 0
+
+
+def test_cheapest_within_picks_the_smallest_point_near_the_best(cluster):
+    result = explore(_points(), cluster, progress=lambda line: None)
+    best = cheapest_within(result.outcomes, 5.0, "audio")
+    near = [o for o in result.outcomes if o.row["cycles"] <= 1.05 * min(p.row["cycles"] for p in result.outcomes)]
+    assert best in near and all(tuple(v for _, v in best.point.values) <= tuple(v for _, v in o.point.values)
+                                for o in near)
+
+
+def test_key_syntax():
+    assert parse_key("hts.window=4,8,16") == ("hts.window", (4, 8, 16))
+    assert parse_key("hts.window=4..32") == ("hts.window", (4, 8, 16, 32))
+    for bad in ("window=4", "hts.window", "hts.window=a,b", "hts.window=8..4"):
+        with pytest.raises(HTSError):
+            parse_key(bad)
+
+
+def test_cli_writes_table_csv_json_and_plot(tmp_path, cluster):
+    out = {name: tmp_path / name for name in ("e.csv", "e.json", "e.png")}
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.window=1,2",
+                             PROGRAM, "--scheduler", cluster, "--csv", out["e.csv"], "--json", out["e.json"],
+                             "--plot", out["e.png"]], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    assert "reused 0 of 2 points" in result.stdout and "cheapest within 5% of the best cycles" in result.stdout
+    assert out["e.csv"].read_text().splitlines()[0].startswith("point,hts.window,program,cycles")
+    assert len(json.loads(out["e.json"].read_text())["rows"]) == 2
+    assert out["e.png"].read_bytes()[:4] == b"\x89PNG"
