@@ -13,12 +13,13 @@ systems from ``hts.progen.random_config``, chosen so that their structures fill 
 
 import dataclasses
 import random
+from dataclasses import dataclass
 
 from hts.assembler import assemble
 from hts.config import SystemConfig
 from hts.progen import random_config, random_programs, random_windows
 
-__all__ = ["SYSTEMS", "fuzz_system", "fuzz_job", "WILD"]
+__all__ = ["SYSTEMS", "fuzz_system", "fuzz_job", "FuzzBatch", "run_batch", "WILD"]
 
 # The chance that a random program loads a base register with any block: about one case
 # in four then faults on its committed path.
@@ -63,3 +64,21 @@ def fuzz_job(system: str, first: int, count: int, progress: bool = False, covera
     config = fuzz_system(system)
     return Job(config, tuple(fuzz_case(config, system, seed, axi) for seed in range(first, first + count)),
                progress=progress, coverage=coverage, axi=axi)
+
+
+@dataclass(frozen=True)
+class FuzzBatch:
+    """Seeds ``first .. first + count - 1`` on fuzz system ``system``: one simulator process."""
+    system: str
+    first: int
+    count: int
+    coverage: bool = False
+    axi: bool = False
+
+
+def run_batch(batch: FuzzBatch) -> list:
+    """The outcomes of a batch, in seed order (a Dask task of ``hts fuzz``: the worker builds
+    the Verilator model itself if its cache does not have it)."""
+    from .run import cosimulate
+    job = fuzz_job(batch.system, batch.first, batch.count, coverage=batch.coverage, axi=batch.axi)
+    return cosimulate(job, progress=lambda message: None)

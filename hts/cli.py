@@ -461,32 +461,44 @@ def _read_text(path: str) -> str:
 
 
 def cmd_fuzz(args) -> int:
-    from .cosim.fuzz import fuzz_job
-    from .cosim.run import cosimulate
+    import json
+    from .cosim.fuzz import FuzzBatch, run_batch
+    from .fanout import fan_out
     from .models.coverage import Coverage, coverage_table
-    failures, faulted, done, batch = [], 0, 0, args.batch
-    coverage = Coverage()
-    while done < args.seeds:
-        count = min(batch, args.seeds - done)
-        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage, axi=args.axi)
-        outcomes = cosimulate(job, progress=_to_stderr)
-        failures += [outcome for outcome in outcomes if not outcome.match]
-        faulted += sum(bool(outcome.faults) for outcome in outcomes)
-        for outcome in outcomes:
+    from .output import atomic_path
+    batches = [FuzzBatch(args.system, first, min(args.batch, args.first + args.seeds - first), args.coverage, args.axi)
+               for first in range(args.first, args.first + args.seeds, args.batch)]
+    outcomes, errors, coverage = {}, [], Coverage()
+    for batch, result, error in fan_out(run_batch, batches, args.scheduler, args.workers):
+        if error:
+            errors.append(f"seeds {batch.first}..{batch.first + batch.count - 1}: {error}")
+            continue
+        for seed, outcome in enumerate(result, start=batch.first):
+            outcomes[seed] = outcome
             if outcome.coverage is not None:
                 coverage.merge(outcome.coverage)
-        done += count
-        cycles = sum(outcome.cycles or 0 for outcome in outcomes)
-        _to_stderr(f"[fuzz] {done}/{args.seeds} seeds on system {args.system}, {len(failures)} failing "
-                   f"({cycles:,} cycles in this batch)")
+        failing = sum(not outcome.match for outcome in outcomes.values())
+        cycles = sum(outcome.cycles or 0 for outcome in result)
+        _to_stderr(f"[fuzz] {len(outcomes)}/{args.seeds} seeds on system {args.system}, {failing} failing "
+                   f"({cycles:,} cycles in the batch from seed {batch.first})")
+    failures = [outcomes[seed] for seed in sorted(outcomes) if not outcomes[seed].match]
     for outcome in failures:
         _print_outcome_failure(outcome)
+    for error in errors:
+        print(f"FAILED to run {error}", file=sys.stderr)
+    if args.json:
+        rows = [{"seed": seed, "match": o.match, "cycles": o.cycles, "model_cycles": o.model_cycles,
+                 "memory_digest": o.memory_digest, "faults": [list(fault) for fault in o.faults]}
+                for seed, o in sorted(outcomes.items())]
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(json.dumps(rows))
     if args.coverage:
         print(coverage_table(coverage))
-    print(f"{args.seeds - len(failures)} of {args.seeds} random programs match the model "
+    faulted = sum(bool(outcome.faults) for outcome in outcomes.values())
+    print(f"{len(outcomes) - len(failures)} of {args.seeds} random programs match the model "
           f"(system {args.system}, seeds {args.first}..{args.first + args.seeds - 1}); "
           f"{faulted} of them faulted a process")
-    return 1 if failures else 0
+    return 1 if failures or errors else 0
 
 
 def cmd_scaling(args) -> int:
@@ -811,6 +823,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
     p.add_argument("--axi", action="store_true",
                    help="load, start and end every run through the AXI4-Lite control registers (as hts cosim --axi)")
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the batches on an existing dask.distributed scheduler (default: a LocalCluster here)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster workers (default 2)")
+    p.add_argument("--json", metavar="FILE", help="write every seed's verdict, cycles and memory digest as JSON")
     p.add_argument("--coverage", action="store_true",
                    help="print the functional coverage: hits per bin (hts.models.coverage), event bins counted "
                         "on the RTL's trace, state bins on the model run beside it")

@@ -29,6 +29,7 @@ import yaml
 
 from .config import SystemConfig, with_value
 from .errors import HTSError
+from .fanout import fan_out
 from .output import atomic_path
 
 __all__ = ["Point", "SweepSpec", "parse_key", "load_sweep", "points", "explore", "cheapest_within", "pareto_front",
@@ -224,27 +225,17 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
 
 
 def _run_on_dask(todo: list[Outcome], code: dict, scheduler_address: str | None, workers: int, progress):
-    from dask.distributed import Client, LocalCluster, as_completed
-
     cache_root().mkdir(parents=True, exist_ok=True)
-    cluster = None if scheduler_address else LocalCluster(n_workers=workers, threads_per_worker=1,
-                                                          processes=True, dashboard_address=None)
-    with Client(scheduler_address or cluster) as client:
-        futures = {client.submit(run_point, outcome.point, pure=False): outcome for outcome in todo}
-        for done, future in enumerate(as_completed(futures), start=1):
-            outcome = futures[future]
-            try:
-                outcome.row = future.result()
-            except Exception as error:          # one point's failure is reported; the others go on
-                outcome.error = f"{type(error).__name__}: {error}"
-            else:
-                key = cache_key(outcome.point, code[outcome.point.synth])
-                with atomic_path(cache_root() / f"{key}.json") as tmp:
-                    tmp.write_text(json.dumps(outcome.row))
-            status = "failed: " + outcome.error if outcome.error else f"{outcome.row['cycles']} cycles"
-            progress(f"[explore] {done}/{len(todo)} {outcome.point.label()} {outcome.point.program}: {status}")
-    if cluster is not None:
-        cluster.close()
+    by_point = {id(outcome.point): outcome for outcome in todo}
+    finished = fan_out(run_point, [outcome.point for outcome in todo], scheduler_address, workers)
+    for done, (point, row, error) in enumerate(finished, start=1):
+        outcome = by_point[id(point)]
+        outcome.row, outcome.error = row, error
+        if row is not None:
+            with atomic_path(cache_root() / f"{cache_key(point, code[point.synth])}.json") as tmp:
+                tmp.write_text(json.dumps(row))
+        status = f"failed: {error}" if error else f"{row['cycles']} cycles"
+        progress(f"[explore] {done}/{len(todo)} {point.label()} {point.program}: {status}")
 
 
 # ---- the answers ------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""Long fan-outs as Dask tasks: on a ``LocalCluster`` here, or on an existing cluster.
+
+:func:`fan_out` submits one task per item and yields each result as it finishes. A task
+that raises yields its error instead, and the others go on. A task whose worker dies is
+run again on another worker (``dask.distributed`` reschedules it), so losing a worker
+loses no item.
+"""
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+__all__ = ["fan_out", "client_for"]
+
+
+@contextmanager
+def client_for(scheduler_address: str | None, workers: int):
+    """A ``dask.distributed`` client: of the scheduler at ``scheduler_address``, or of a
+    ``LocalCluster`` of ``workers`` single-threaded processes, closed on exit."""
+    from dask.distributed import Client, LocalCluster
+
+    if scheduler_address:
+        with Client(scheduler_address) as client:
+            yield client
+        return
+    with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        yield client
+
+
+def fan_out(function: Callable, items: list, scheduler_address: str | None = None,
+            workers: int = 2) -> Iterator[tuple[object, object, str | None]]:
+    """``(item, result, None)`` or ``(item, None, error)`` for every item, as each finishes."""
+    from dask.distributed import as_completed
+
+    with client_for(scheduler_address, workers) as client:
+        futures = {client.submit(function, item, pure=False): item for item in items}
+        for future in as_completed(futures):
+            try:
+                result = future.result()
+            except Exception as error:          # one item's failure is reported; the others go on
+                yield futures[future], None, f"{type(error).__name__}: {error}"
+            else:
+                yield futures[future], result, None
