@@ -43,6 +43,8 @@ def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
 
     Block control:
 
+    - ``ap_rst`` (in): synchronous reset, active high, on top of the clock domain's own
+      (as the ``ap_rst`` port of HLS-generated Verilog): the kernel is idle the next cycle;
     - ``ap_start`` (in): start a run; held by the caller until ``ap_ready``;
     - ``ap_ready`` (out): the kernel has taken its arguments; ``ap_start`` is sampled
       again in the next cycle (a high ``ap_start`` then starts another run);
@@ -58,6 +60,7 @@ def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
     """
     address, words = word_address_width(config), words_width(config)
     return wiring.Signature({
+        "ap_rst": In(1),
         "ap_start": In(1),
         "ap_done": Out(1),
         "ap_idle": Out(1),
@@ -82,8 +85,8 @@ class ApCtrlCore(wiring.Component):
       ``out_words`` from its regions (blocks shifted to words), ``meta`` from its
       metadata. ``out_addr`` is the output base of the start cycle, registered: it stays
       put when the shell retargets the task;
-    - ``release`` (in): resets the kernel (a local synchronous reset, :class:`ResetInserter`)
-      at the clock edge, and masks its memory requests in that cycle. A task aborted
+    - ``release`` (in): drives the kernel's ``ap_rst`` (combinational), so the kernel is
+      idle from the next cycle, and masks its memory requests in that cycle. A task aborted
       mid-run thus leaves nothing behind but the writes already accepted (into its
       output region, in the TM when speculative) and reads in flight, whose answers the
       core drops (registered counters of reads in flight and of answers to drop);
@@ -100,6 +103,9 @@ class ApCtrlCore(wiring.Component):
     For the cycle model's retarget rule, a kernel's writes must be the last
     ``ceil(out_words / words per beat)`` cycles before ``ap_done``, one per cycle
     (``hts.models.hts``, "retargetable while running"), as :class:`VectorAddKernel` does.
+    The ``ap_rst`` port, rather than a :class:`ResetInserter` around the kernel, is what
+    makes a kernel abandonable: it reaches into HLS-generated Verilog (an ``Instance``),
+    which a reset inserted around it would not.
     """
 
     def __init__(self, config: SystemConfig, kernel: wiring.Component):
@@ -109,8 +115,7 @@ class ApCtrlCore(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         shift = _block_shift(self._config)
-        kernel = self._kernel
-        m.submodules.kernel = ResetInserter(self.release)(kernel)
+        m.submodules.kernel = kernel = self._kernel
 
         running, launched, finished, wrote = Signal(), Signal(), Signal(), Signal()
         out_addr = Signal(word_address_width(self._config))
@@ -126,6 +131,7 @@ class ApCtrlCore(wiring.Component):
             m.d.sync += [running.eq(0), launched.eq(0), finished.eq(0), wrote.eq(0)]
 
         m.d.comb += [
+            kernel.ap_rst.eq(self.release),
             kernel.ap_start.eq((self.start | running) & ~launched),
             kernel.in_addr.eq(self.task.reads.base << shift),
             kernel.in_words.eq(self.task.reads.blocks << shift),
@@ -265,7 +271,7 @@ class VectorAddKernel(wiring.Component):
                 m.next = "WRITE"
             with m.State("WRITE"):
                 self._write(m, load, out_beat, lane_shift, results)
-        return m
+        return ResetInserter(self.ap_rst)(m)
 
     def _masked_lanes(self, beat, first_word, words):
         """The lanes of ``beat`` (words ``first_word + k``), zero from word ``words`` on."""

@@ -20,6 +20,12 @@ def _add_config(parser: argparse.ArgumentParser):
     parser.add_argument("-c", "--config", metavar="CFG", default="default", help=_CONFIG_HELP)
 
 
+def _add_rtl_accelerator(parser: argparse.ArgumentParser):
+    parser.add_argument("--rtl-accelerator", metavar="CLASS", action="append", default=[],
+                        help="the class's RTL core stands in for its Python accelerator, timed exactly by the "
+                             "model (repeatable; cores exist for vector_add classes: hts.hdl.hls; a build of its own)")
+
+
 def _system(spec):
     """The configuration ``spec`` names, with every accelerator's function checked to exist."""
     from .models.accelerator import AcceleratorFunctions
@@ -346,16 +352,17 @@ def cmd_cosim(args) -> int:
     from .cosim.scoreboard import Job, RunSpec
     config = _system(args.config)
     programs = tuple(_load_programs(args.programs, config))
+    rtl_classes = tuple(args.rtl_accelerator)
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed),
-                        *(["--axi"] if args.axi else [])])
+                        *(["--axi"] if args.axi else []), *_rtl_flags(rtl_classes)])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
-    [outcome] = cosimulate(Job(config, (spec,), keep_trace=args.trace is not None, axi=args.axi),
-                           waves=args.waves, progress=_to_stderr)
+    job = Job(config, (spec,), keep_trace=args.trace is not None, axi=args.axi, rtl_classes=rtl_classes)
+    [outcome] = cosimulate(job, waves=args.waves, progress=_to_stderr)
     if args.trace:
         _write_events(args.trace, outcome.trace)
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
-               "axi": args.axi, "memory_digest": outcome.memory_digest,
+               "axi": args.axi, "rtl_accelerators": list(rtl_classes), "memory_digest": outcome.memory_digest,
                "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
                "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes,
                "faults": [dict(zip(("cycle", "pid", "pc", "cause"), fault)) for fault in outcome.faults]}
@@ -382,6 +389,10 @@ def cmd_cosim(args) -> int:
     return 1 if outcome.faults else 0
 
 
+def _rtl_flags(rtl_classes) -> list[str]:
+    return [flag for name in rtl_classes for flag in ("--rtl-accelerator", name)]
+
+
 def cmd_fuzz(args) -> int:
     from .cosim.fuzz import fuzz_job
     from .cosim.run import cosimulate
@@ -390,7 +401,8 @@ def cmd_fuzz(args) -> int:
     coverage = Coverage()
     while done < args.seeds:
         count = min(batch, args.seeds - done)
-        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage, axi=args.axi)
+        job = fuzz_job(args.system, args.first + done, count, coverage=args.coverage, axi=args.axi,
+                       rtl_classes=tuple(args.rtl_accelerator))
         outcomes = cosimulate(job, progress=_to_stderr)
         failures += [outcome for outcome in outcomes if not outcome.match]
         faulted += sum(bool(outcome.faults) for outcome in outcomes)
@@ -683,6 +695,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the scheduler behind its AXI4-Lite control registers (hts.hdl.axi_hts): cocotbext-axi "
                         "loads and starts the programs, the run ends on the interrupt, and the status "
                         "registers are checked against the model (a build of its own)")
+    _add_rtl_accelerator(p)
     p.add_argument("--trace", metavar="FILE",
                    help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
                         "(within a cycle in canonical order, hts.hdl.trace.canonical)")
@@ -703,6 +716,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
     p.add_argument("--axi", action="store_true",
                    help="load, start and end every run through the AXI4-Lite control registers (as hts cosim --axi)")
+    _add_rtl_accelerator(p)
     p.add_argument("--coverage", action="store_true",
                    help="print the functional coverage: hits per bin (hts.models.coverage), event bins counted "
                         "on the RTL's trace, state bins on the model run beside it")
