@@ -205,8 +205,20 @@ class VectorAddKernel(wiring.Component):
     From ``ap_start`` (cycle 0) with an always-ready memory answering reads ``λ`` cycles
     after acceptance, ``ap_done`` rises in cycle ``R + λ + ceil(out_words / W) + 2``
     with ``R`` the beats read, or ``ceil(out_words / W) + 3`` if ``R = 0``:
-    ``hts.models.timing.VectorAddCoreLatency``. Ports: :func:`ap_ctrl_hs_signature`; it
-    reads its scalars throughout the run.
+    ``hts.models.timing.VectorAddCoreLatency``.
+
+    Ports (:func:`ap_ctrl_hs_signature`; inputs driven by its caller, e.g. :class:`ApCtrlCore`):
+
+    - ``ap_rst``, ``ap_start`` (in): sampled at the clock edge; ``ap_start`` only in ``IDLE``;
+    - ``ap_idle`` (out): combinational, the FSM is in ``IDLE``;
+    - ``ap_done``, ``ap_ready`` (out): combinational, together, for the one ``WRITE``
+      cycle that finds no beat left;
+    - ``in_addr``, ``in_words``, ``out_addr``, ``out_words``, ``meta`` (in): read
+      throughout the run (``ap_none``), never latched;
+    - ``mem`` (out): ``read``/``write`` and ``addr`` combinational from the registered
+      state and the scalars; ``wdata`` combinational from the buffer's read port
+      (registered) through :func:`requantise`; ``rdata``/``rvalid`` written to the
+      buffer at the clock edge.
     """
 
     def __init__(self, config: SystemConfig):
