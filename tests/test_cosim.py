@@ -86,7 +86,7 @@ def _retargets_of_running(events: list[dict], accel: str) -> int:
 # made for it: random LEN, SCALE, regions and initial memory, squashes that abort it, and
 # two seeds (of the first 400, the only ones) that retarget it while it runs, against the
 # model timing it exactly (VectorAddCoreLatency) and the sequential executor's memory.
-# A build of its own: 2 min 45 s with the runs on two (shared) cores; 16 s once built.
+# A build of its own: 2 min 45 s with the runs on two (shared) cores; about 20 s once built.
 def test_the_rtl_vector_add_core_stands_in_for_its_class():
     rtl = ("vector_add",)
     job = fuzz_job("vector_add", 0, 20, rtl_classes=rtl)
