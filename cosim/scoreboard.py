@@ -19,11 +19,15 @@ from hts.models.coverage import Coverage
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import Memory, initial_memory, outside_windows
-from hts.models.timing import ScrambledLatency, TableLatency
+from hts.models.timing import ClassTiming, ScrambledLatency, TableLatency, VectorAddCoreLatency
 
 from .replay import Stimulus
 
-__all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference", "expected_registers"]
+__all__ = ["RunSpec", "Job", "RunOutcome", "score", "first_difference", "expected_registers", "RTL_DMA_LATENCY"]
+
+# Cycles from an RTL core's accepted read to its answer, as the testbench serves them
+# (the copy-back engine's latency); the core's timing model is exact for it.
+RTL_DMA_LATENCY = 1
 
 
 @dataclass(frozen=True)
@@ -40,16 +44,23 @@ class RunSpec:
         """The job's system with this run's windows (the RTL build does not depend on them)."""
         return dataclasses.replace(config, windows=self.windows) if self.windows else config
 
-    def timing(self, config: SystemConfig):
-        return TableLatency() if self.scrambled_timing is None else ScrambledLatency(self.scrambled_timing)
+    def timing(self, config: SystemConfig, rtl_classes: tuple[str, ...] = ()):
+        """The device timing; the classes in ``rtl_classes`` (all vector_add: the one RTL
+        core) take their RTL core's exact time."""
+        timing = TableLatency() if self.scrambled_timing is None else ScrambledLatency(self.scrambled_timing)
+        if not rtl_classes:
+            return timing
+        core = VectorAddCoreLatency(config.memory.block_words, config.hts.copyback_words_per_cycle, RTL_DMA_LATENCY)
+        return ClassTiming(tuple((name, core) for name in rtl_classes), timing)
 
     def initial_memory(self, config: SystemConfig) -> Memory:
         return initial_memory(config, self.seed)
 
-    def reference(self, config: SystemConfig, observer=None) -> RunResult:
-        """The model's run; ``observer`` as for :class:`~hts.models.hts.HTSModel`."""
+    def reference(self, config: SystemConfig, observer=None, rtl_classes: tuple[str, ...] = ()) -> RunResult:
+        """The model's run; ``observer`` as for :class:`~hts.models.hts.HTSModel`; ``rtl_classes``
+        as for :meth:`timing`."""
         system = self.system(config)
-        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system),
+        return HTSModel(system, list(self.programs), self.initial_memory(system), self.timing(system, rtl_classes),
                         observer=observer).run()
 
 
@@ -63,6 +74,7 @@ class Job:
     keep_trace: bool = False            # return each run's RTL events (``RunOutcome.trace``)
     coverage: bool = False              # count each run's functional coverage (``RunOutcome.coverage``)
     axi: bool = False                   # load, start and end through AXI4-Lite (``hts.hdl.axi_hts``)
+    rtl_classes: tuple[str, ...] = ()   # classes whose RTL core stands in (``hts.cosim.top.RTL_CORES``)
 
 
 @dataclass

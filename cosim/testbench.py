@@ -7,14 +7,15 @@
 - **memory**: one :class:`hts.models.memory.Memory` (home and TM). Branch reads are
   answered ``timing.memory_latency`` cycles after the request with the word as it stands
   then; the copy-back engine's DMA ports are served as an always-ready memory (read data
-  one cycle after the request), which is what the cycle model assumes;
+  one cycle after the request), which is what the cycle model assumes; so are the DMA
+  ports of RTL cores (``Job(rtl_classes=...)``), answering ``RTL_DMA_LATENCY`` cycles after;
 - **accelerators**: a Python accelerator behind every shell. When a shell accepts a task
   it asks the device timing model for the task's cycles, raises ``done`` exactly that
   many cycles later (and ``writeback`` over the last write-back cycles, as
   :class:`hts.hdl.accelerator.LatencyCore` does); at the CDB grant it runs the numpy
   function of ``hts.models.dsp`` on the memory at the regions the shell holds, so a
   remapping mistake corrupts data. A task released without a grant (aborted) is
-  forgotten.
+  forgotten. Classes with an RTL core standing in have no Python accelerator.
 
 Python is woken only in cycles that need it: the RTL raises ``wake`` for events, memory
 requests, accelerator starts and releases and copies, and the testbench sleeps on a
@@ -58,8 +59,8 @@ from hts.models.memory import Memory, read_beat, write_beat
 
 from .axi import ControlPort
 from .replay import Stimulus
-from .scoreboard import Job, RunOutcome, RunSpec, score
-from .top import PERIOD_NS
+from .scoreboard import RTL_DMA_LATENCY, Job, RunOutcome, RunSpec, score
+from .top import PERIOD_NS, rtl_instances
 from .views import view_reader
 
 __all__ = ["TB", "RTLRun", "run_jobs"]
@@ -91,8 +92,9 @@ def _pack(layout, fields: dict) -> int:
 class TB:
     """The scheduler's surroundings, for one configuration: CPUs, memory and accelerators."""
 
-    def __init__(self, dut, config, record: bool = False, axi: bool = False):
+    def __init__(self, dut, config, record: bool = False, axi: bool = False, rtl_classes: tuple[str, ...] = ()):
         self.dut, self.config = dut, config
+        self.rtl = rtl_instances(config, rtl_classes)     # flat instances with an RTL core, in rtl_dma order
         self.writes: list[tuple[int, str, int]] | None = [] if record else None   # (step, port, value)
         # Through AXI4-Lite the CPU is cocotbext-axi's manager; the fault port is a monitor.
         self.control = ControlPort(dut) if axi else None
@@ -125,6 +127,9 @@ class TB:
             self._put(port, 0)
         self._put("copyback_tm__ready", 1)
         self._put("copyback_home__ready", 1)
+        for lane in range(len(self.rtl)):
+            for port, value in (("ready", 1), ("rvalid", 0), ("rdata", 0)):
+                self._put(f"rtl_dma__{lane}__{port}", value)
         self._put("rst", 1)
         for _ in range(2):
             await FallingEdge(dut.clk)
@@ -170,6 +175,7 @@ class TB:
         lanes: dict[int, tuple[int, int]] = {}      # branch-read slot -> (cycle due, block)
         running: dict[int, _Running] = {}           # flat instance -> its task's schedule
         tm_answer: int | None = None                # word address the TM port read last cycle
+        rtl_answers: list[tuple[int, int, int]] = []  # RTL cores' reads: (cycle due, lane, word address)
         read_data = 0
         ended = 0
         cycle = 0                                    # we stand at the falling edge of this cycle
@@ -181,6 +187,7 @@ class TB:
             self._put("copyback_tm__rvalid", tm_answer is not None)
             if tm_answer is not None:
                 self._put("copyback_tm__rdata", read_beat(memory.words, tm_answer, self.per_beat))
+            answering = self._answer_rtl_reads(cycle, rtl_answers, memory)
             # The first ReadWrite phase applies those writes; cocotb's Verilator loop then
             # evaluates the model again in the same time step, and the second phase follows
             # that evaluation. The CDB grants completions of this cycle combinationally, so
@@ -212,6 +219,7 @@ class TB:
                 ended |= trace.end
                 self._memory_requests(cycle, lanes, latency, memory)
                 tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
+                self._rtl_requests(cycle, rtl_answers, memory)
                 fault = self.read_fault(int(getattr(dut, self.fault_port).value))
                 if fault.valid:
                     result.faults.append((cycle, fault.pid, fault.pc, fault.cause.name))
@@ -223,10 +231,11 @@ class TB:
                 break
             if cycle >= cycle_limit:
                 break
-            follows = awake or tm_answer is not None
+            # An answer given this cycle must be withdrawn in the next.
+            follows = awake or tm_answer is not None or answering
             # The next cycle whose inputs change: a read answered, a core raising done or
             # writeback (levels, held until the release, which wakes us anyway).
-            changes = [when for when, _ in lanes.values()] + [
+            changes = [when for when, _ in lanes.values()] + [when for when, _, _ in rtl_answers] + [
                 when for task in running.values() for when in (task.done_at, task.writeback_from)]
             next_due = min([when for when in changes if when > cycle] + [max(cycle + 1, cycle_limit)])
             cycle = await self._sleep(cycle, cycle + 1 if follows else next_due)
@@ -256,7 +265,7 @@ class TB:
         """The CDB grants these instances' tasks: run their functions, as the model's ``_complete``."""
         held = self.read_tasks(int(self.dut.core_task.value))
         for flat in range(len(self.instances)):
-            if grants >> flat & 1:
+            if grants >> flat & 1 and flat not in self.rtl:
                 task = held[flat]
                 accel = self.config.accelerators[task.accel_class]
                 self.functions.run(memory, accel.id, task.reads.base, task.reads.blocks, task.writes.base,
@@ -284,13 +293,35 @@ class TB:
         if started:
             held = self.read_tasks(int(dut.core_task.value))
             for flat in range(len(self.instances)):
-                if started >> flat & 1:
+                if started >> flat & 1 and flat not in self.rtl:
                     task = held[flat]
                     accel = self.config.accelerators[task.accel_class]
                     cycles = timing.cycles(accel, programs[task.pid].decoded[task.pc])
                     writing = transfer_cycles(self.config, task.writes.blocks)
                     running[flat] = _Running(done_at=cycle + cycles,
                                              writeback_from=max(cycle + 1, cycle + cycles - writing))
+
+
+    def _answer_rtl_reads(self, cycle: int, answers: list, memory: Memory) -> bool:
+        """Each RTL core's read answer due this cycle (answers come in order); whether any."""
+        due = {lane: address for when, lane, address in answers if when == cycle}
+        answers[:] = [answer for answer in answers if answer[0] != cycle]
+        for lane in range(len(self.rtl)):
+            self._put(f"rtl_dma__{lane}__rvalid", lane in due)
+            if lane in due:
+                self._put(f"rtl_dma__{lane}__rdata", read_beat(memory.words, due[lane], self.per_beat))
+        return bool(due)
+
+    def _rtl_requests(self, cycle: int, answers: list, memory: Memory):
+        """The RTL cores' memory requests of this cycle (always accepted): reads answered
+        ``RTL_DMA_LATENCY`` cycles later, writes stored now."""
+        dut = self.dut
+        for lane in range(len(self.rtl)):
+            address = int(getattr(dut, f"rtl_dma__{lane}__addr").value)
+            if int(getattr(dut, f"rtl_dma__{lane}__read").value):
+                answers.append((cycle + RTL_DMA_LATENCY, lane, address))
+            if int(getattr(dut, f"rtl_dma__{lane}__write").value):
+                write_beat(memory.words, address, self.per_beat, int(getattr(dut, f"rtl_dma__{lane}__wdata").value))
 
 
 def _set_lane(vector: int, slot: int, word: int) -> int:
@@ -304,7 +335,7 @@ async def run_jobs(dut):
     """Every run of the job named by ``HTS_COSIM_JOB``; results are pickled beside it."""
     job_file = Path(os.environ["HTS_COSIM_JOB"])
     job: Job = pickle.loads(job_file.read_bytes())
-    tb = TB(dut, job.config, record=job.record, axi=job.axi)
+    tb = TB(dut, job.config, record=job.record, axi=job.axi, rtl_classes=job.rtl_classes)
     outcomes: list[RunOutcome] = []
     for spec in job.runs:
         outcomes.append(await _one_run(tb, job, spec))
@@ -316,12 +347,13 @@ async def run_jobs(dut):
 
 async def _one_run(tb: TB, job: Job, spec: RunSpec) -> RunOutcome:
     state = StateCoverage() if job.coverage else None
-    reference = spec.reference(job.config, observer=state.observe if state else None)
+    reference = spec.reference(job.config, observer=state.observe if state else None, rtl_classes=job.rtl_classes)
     memory = spec.initial_memory(job.config)
     await tb.reset()
     await tb.load(spec.programs, spec.system(job.config), random.Random(spec.seed), job.load_pause)
     started, start_step = time.perf_counter(), get_sim_time()
-    rtl = await tb.run(spec.programs, memory, spec.timing(job.config), cycle_limit=reference.cycles + 100)
+    rtl = await tb.run(spec.programs, memory, spec.timing(job.config, job.rtl_classes),
+                       cycle_limit=reference.cycles + 100)
     wall_s = time.perf_counter() - started
     outcome = score(job.config, spec, reference, rtl.events, rtl.cycles, rtl.memory, rtl.faults, rtl.wakes, wall_s,
                     control=rtl.control if job.axi else None)

@@ -18,22 +18,38 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
+from hts.errors import HTSError
 from hts.hdl.accelerator import core_signature, dma_signature
 from hts.hdl.asr import instance_numbering
 from hts.hdl.axi_hts import AxiHTS
 from hts.hdl.axi_lite import axi_lite_signature
 from hts.hdl.control import ADDR_BITS
+from hts.hdl.hls import vector_add_core
 from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
 from hts.hdl.layouts import fault_layout, task_layout
 from hts.hdl.trace import any_event, trace_layout
 
-__all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "ports",
-           "clocked_wrapper"]
+__all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "RTL_CORES", "ports",
+           "clocked_wrapper", "rtl_instances"]
 
 TOPLEVEL = "hts_cosim"
 CLOCKED = "hts_cosim_clocked"
 CYCLE_BITS = 40
 PERIOD_NS = 10
+# Accelerator functions with an RTL core that can stand in for the Python accelerator.
+RTL_CORES = {"vector_add": vector_add_core}
+
+
+def rtl_instances(config: SystemConfig, rtl_classes: tuple[str, ...]) -> list[int]:
+    """Flat instances (``hts.hdl.asr`` numbering) of the classes named in ``rtl_classes``,
+    in order: lane ``k`` of ``CosimTop.rtl_dma`` is the ``k``-th."""
+    for name in rtl_classes:
+        classes = [acc for acc in config.accelerators if acc.name == name]
+        if not classes or classes[0].computes not in RTL_CORES:
+            raise HTSError(f"no RTL core for accelerator class '{name}' (there are cores for the functions "
+                             f"{', '.join(RTL_CORES)} only)")
+    return [flat for flat, (class_index, _) in enumerate(instance_numbering(config))
+            if config.accelerators[class_index].name in rtl_classes]
 
 
 class ExternalCore(wiring.Component):
@@ -61,6 +77,11 @@ class CosimTop(wiring.Component):
     ``hts.hdl.hts``. The accelerator DMA ports are tied off inside (external cores never
     request).
 
+    With ``rtl_classes`` (class names), those classes' instances hold their RTL core
+    (:data:`RTL_CORES`, e.g. ``hts.hdl.hls.vector_add_core``) instead: their
+    ``core_done`` and ``core_writeback`` bits are unused, and their DMA ports, one lane of
+    ``rtl_dma`` each (:func:`rtl_instances`), are the testbench's to serve.
+
     With ``axi=True`` the scheduler is :class:`hts.hdl.axi_hts.AxiHTS`: ``s_axi`` and
     ``irq`` take the place of ``cpu``, and two ports watch the CPU port inside, as the
     testbench's scoreboard needs them cycle for cycle: ``started`` (out, the ``start``
@@ -79,12 +100,14 @@ class CosimTop(wiring.Component):
       after it, the model's cycle 0);
     - ``copying`` (out): the copy-back engine is moving data (its DMA ports need answers);
     - ``wake`` (out): this cycle has an event, a memory request, a core start or release,
-      or a copy in progress.
+      or a copy in progress, or an RTL core's memory request.
     """
 
-    def __init__(self, config: SystemConfig, axi: bool = False):
+    def __init__(self, config: SystemConfig, axi: bool = False, rtl_classes: tuple[str, ...] = ()):
         instances = len(instance_numbering(config))
         self._axi = axi
+        self._rtl = rtl_instances(config, rtl_classes)
+        rtl = {"rtl_dma": Out(dma_signature(config)).array(len(self._rtl))} if self._rtl else {}
         control = {"s_axi": In(axi_lite_signature(ADDR_BITS)), "irq": Out(1), "started": Out(config.hts.processes),
                    "fault": Out(fault_layout(config))} if axi else {"cpu": In(cpu_signature(config))}
         super().__init__({
@@ -102,12 +125,16 @@ class CosimTop(wiring.Component):
             "cycle": Out(CYCLE_BITS),
             "copying": Out(1),
             "wake": Out(1),
+            **rtl,
         })
-        self.cores: list[ExternalCore] = []
+        self.cores: list[wiring.Component] = []
         self.hts = (AxiHTS if axi else HTS)(config, core=self._new_core)
 
-    def _new_core(self, config: SystemConfig, class_index: int) -> ExternalCore:
-        core = ExternalCore(config, class_index)
+    def _new_core(self, config: SystemConfig, class_index: int) -> wiring.Component:
+        if len(self.cores) in self._rtl:
+            core = RTL_CORES[config.accelerators[class_index].computes](config)
+        else:
+            core = ExternalCore(config, class_index)
         self.cores.append(core)
         return core
 
@@ -122,8 +149,11 @@ class CosimTop(wiring.Component):
             fault = self.fault
         else:
             scheduler, cpu, fault = hts, self.cpu, self.cpu.fault
-        for dma in hts.accel_dma:
-            m.d.comb += [dma.ready.eq(1), dma.rvalid.eq(0)]
+        for flat, dma in enumerate(hts.accel_dma):
+            if flat in self._rtl:
+                wiring.connect(m, wiring.flipped(self.rtl_dma[self._rtl.index(flat)]), dma)
+            else:
+                m.d.comb += [dma.ready.eq(1), dma.rvalid.eq(0)]
         cores = self.cores
         m.d.comb += [
             self.events.eq(hts.events),
@@ -133,14 +163,17 @@ class CosimTop(wiring.Component):
             self.copying.eq(scheduler.copy_back.copying),
         ]
         for flat, core in enumerate(cores):
-            m.d.comb += [self.core_task[flat].eq(core.task), core.done.eq(self.core_done[flat]),
-                         core.writeback.eq(self.core_writeback[flat])]
+            m.d.comb += self.core_task[flat].eq(core.task)
+            if flat not in self._rtl:
+                m.d.comb += [core.done.eq(self.core_done[flat]), core.writeback.eq(self.core_writeback[flat])]
         m.d.sync += self.cycle.eq(Mux(cpu.start.any(), 0, self.cycle + 1))
 
         trace = self.events
+        requests = [dma.read | dma.write for dma in self.rtl_dma] if self._rtl else []
         m.d.comb += self.wake.eq(any_event(trace) | self.branch_read.valid.any() | self.copying
                                  | self.copyback_tm.read | self.copyback_home.write | fault.valid
-                                 | self.core_start.any() | self.core_release.any())
+                                 | self.core_start.any() | self.core_release.any()
+                                 | Cat(*requests).any())
         return m
 
 

@@ -20,6 +20,12 @@ def _add_config(parser: argparse.ArgumentParser):
     parser.add_argument("-c", "--config", metavar="CFG", default="default", help=_CONFIG_HELP)
 
 
+def _add_rtl_accelerator(parser: argparse.ArgumentParser):
+    parser.add_argument("--rtl-accelerator", metavar="CLASS", action="append", default=[],
+                        help="the class's RTL core stands in for its Python accelerator, timed exactly by the "
+                             "model (repeatable; cores exist for vector_add classes: hts.hdl.hls; a build of its own)")
+
+
 def _system(spec):
     """The configuration ``spec`` names, with every accelerator's function checked to exist."""
     from .models.accelerator import AcceleratorFunctions
@@ -361,12 +367,13 @@ def cmd_cosim(args) -> int:
     from .cosim.scoreboard import Job, RunSpec
     config = _system(args.config)
     programs = tuple(_load_programs(args.programs, config))
+    rtl_classes = tuple(args.rtl_accelerator)
     command = " ".join(["hts cosim", *args.programs, "-c", args.config, "--seed", str(args.seed),
-                        *(["--axi"] if args.axi else [])])
+                        *(["--axi"] if args.axi else []), *_rtl_flags(rtl_classes)])
     spec = RunSpec(name=" ".join(args.programs), programs=programs, seed=args.seed, reproduce=command)
     keep_trace = args.trace is not None or args.timeline is not None
-    [outcome] = cosimulate(Job(config, (spec,), keep_trace=keep_trace, axi=args.axi),
-                           waves=args.waves, progress=_to_stderr)
+    job = Job(config, (spec,), keep_trace=keep_trace, axi=args.axi, rtl_classes=rtl_classes)
+    [outcome] = cosimulate(job, waves=args.waves, progress=_to_stderr)
     if args.trace:
         _write_events(args.trace, outcome.trace)
     if args.timeline:
@@ -374,7 +381,7 @@ def cmd_cosim(args) -> int:
         write_timeline(args.timeline, outcome.trace, config, len(programs))
     summary = {"programs": args.programs, "config": config.source, "seed": args.seed, "cycles": outcome.cycles,
                "model_cycles": outcome.model_cycles, "match": outcome.match, "difference": outcome.difference,
-               "axi": args.axi, "memory_digest": outcome.memory_digest,
+               "axi": args.axi, "rtl_accelerators": list(rtl_classes), "memory_digest": outcome.memory_digest,
                "sim_cycles_per_s": round(outcome.sim_cycles_per_s),
                "wall_s": round(outcome.wall_s, 3), "python_wakes": outcome.wakes,
                "faults": [dict(zip(("cycle", "pid", "pc", "cause"), fault)) for fault in outcome.faults]}
@@ -460,13 +467,20 @@ def _read_text(path: str) -> str:
         raise HTSError(f"{path}: {error.strerror}") from None
 
 
+def _rtl_flags(rtl_classes) -> list[str]:
+    return [flag for name in rtl_classes for flag in ("--rtl-accelerator", name)]
+
+
+
+
 def cmd_fuzz(args) -> int:
     import json
     from .cosim.fuzz import FuzzBatch, run_batch
     from .fanout import fan_out
     from .models.coverage import Coverage, coverage_table
     from .output import atomic_path
-    batches = [FuzzBatch(args.system, first, min(args.batch, args.first + args.seeds - first), args.coverage, args.axi)
+    batches = [FuzzBatch(args.system, first, min(args.batch, args.first + args.seeds - first), args.coverage,
+                         args.axi, tuple(args.rtl_accelerator))
                for first in range(args.first, args.first + args.seeds, args.batch)]
     outcomes, errors, coverage = {}, [], Coverage()
     for batch, result, error in fan_out(run_batch, batches, args.scheduler, args.workers):
@@ -782,6 +796,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the scheduler behind its AXI4-Lite control registers (hts.hdl.axi_hts): cocotbext-axi "
                         "loads and starts the programs, the run ends on the interrupt, and the status "
                         "registers are checked against the model (a build of its own)")
+    _add_rtl_accelerator(p)
     p.add_argument("--trace", metavar="FILE",
                    help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
                         "(within a cycle in canonical order, hts.hdl.trace.canonical)")
@@ -827,6 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="run the batches on an existing dask.distributed scheduler (default: a LocalCluster here)")
     p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster workers (default 2)")
     p.add_argument("--json", metavar="FILE", help="write every seed's verdict, cycles and memory digest as JSON")
+    _add_rtl_accelerator(p)
     p.add_argument("--coverage", action="store_true",
                    help="print the functional coverage: hits per bin (hts.models.coverage), event bins counted "
                         "on the RTL's trace, state bins on the model run beside it")

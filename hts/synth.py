@@ -88,6 +88,7 @@ _BLOCKS = {
     "gpr": "hts.hdl.gpr:GPRBank",
     "loop_stack": "hts.hdl.loop_stack:LoopStack",
     "control": "hts.hdl.control:AxiLiteControl",
+    "hls_vector_add": "hts.hdl.hls:vector_add_core",
 }
 
 

@@ -13,7 +13,9 @@ from typing import Protocol
 from hts.config import AcceleratorClass
 from hts.isa import Word
 
-__all__ = ["DeviceTiming", "TableLatency", "ScrambledLatency"]
+from .dsp import DEFAULT_LEN, LEN
+
+__all__ = ["DeviceTiming", "TableLatency", "ScrambledLatency", "VectorAddCoreLatency", "ClassTiming"]
 
 
 class DeviceTiming(Protocol):
@@ -48,3 +50,45 @@ class ScrambledLatency:
         slow = draw >> 32 & 3 == 0
         latency = max(accelerator.latency, self.slow) if slow else accelerator.latency
         return 1 + draw % (2 * latency)
+
+
+def _beats(words: int, per_beat: int) -> int:
+    """Beats that move ``words`` words (none for a count of zero or less)."""
+    return max(0, -(-words // per_beat))
+
+
+@dataclass(frozen=True)
+class VectorAddCoreLatency:
+    """Cycles of the RTL vector-add core (``hts.hdl.hls.vector_add_core``), from start to done.
+
+    Exact for a memory that is always ready and answers each read ``dma_latency`` cycles
+    after accepting it, as the co-simulation testbench serves the core. The kernel reads
+    the beats of ``a`` and ``b`` it needs (none wholly past the input region), waits for
+    the last answer, spends a cycle reading its buffer, writes every output beat and is
+    done the cycle after: so its write-back is the last ``ceil(out_words / W)`` cycles
+    of the run, as the model's retarget rule has it (``VectorAddKernel`` in
+    ``hts.hdl.hls`` derives the count).
+    """
+    block_words: int
+    words_per_beat: int
+    dma_latency: int = 1
+
+    def cycles(self, accelerator: AcceleratorClass, word: Word) -> int:
+        length = LEN.read(word.metadata) or DEFAULT_LEN
+        in_words, out_words = word.b * self.block_words, word.d * self.block_words
+        results = min(length, out_words)
+        reads = _beats(min(results, in_words), self.words_per_beat) + \
+            _beats(min(results, in_words - length), self.words_per_beat)
+        waiting = reads + self.dma_latency if reads else 1
+        return waiting + _beats(out_words, self.words_per_beat) + 2
+
+
+@dataclass(frozen=True)
+class ClassTiming:
+    """The classes named in ``by_class`` timed by their own model, the others by ``default``
+    (e.g. an RTL core's exact timing for its class beside the configured table)."""
+    by_class: tuple[tuple[str, DeviceTiming], ...]
+    default: DeviceTiming
+
+    def cycles(self, accelerator: AcceleratorClass, word: Word) -> int:
+        return dict(self.by_class).get(accelerator.name, self.default).cycles(accelerator, word)

@@ -22,7 +22,7 @@ from isolation import windows_example
 from hts import benchmarks
 from hts.assembler import assemble
 from hts.config import load_config
-from hts.cosim.fuzz import SYSTEMS, fuzz_job
+from hts.cosim.fuzz import SYSTEMS, fuzz_case, fuzz_job
 from hts.cosim.replay import replay
 from hts.cosim.run import build, cosimulate
 from hts.cosim.scoreboard import Job, RunSpec, expected_registers, score
@@ -66,6 +66,40 @@ def test_random_programs_match_the_model(system, first, count, axi):
     assert not _failures(outcomes), _failures(outcomes)
     # Windows and wild base registers: the CPU port's faults were compared, not absent.
     assert sum(bool(o.faults) for o in outcomes) >= count // 10
+
+
+def _retargets_of_running(events: list[dict], accel: str) -> int:
+    """Retargets of a task of class ``accel`` after the cycle of its dispatch, before its end."""
+    dispatched, count = {}, 0
+    for event in events:
+        key = (event["pid"], event.get("tag"))
+        if event["event"] == "dispatch" and event["accel"] == accel:
+            dispatched[key] = event["cycle"]
+        elif event["event"] in ("complete", "abort") and event["accel"] == accel:
+            dispatched.pop(key, None)
+        elif event["event"] == "retarget" and dispatched.get(key, event["cycle"]) < event["cycle"]:
+            count += 1
+    return count
+
+
+# The RTL vector-add core (hts.hdl.hls) in the three vector_add shells of the fuzz system
+# made for it: random LEN, SCALE, regions and initial memory, squashes that abort it, and
+# two seeds (of the first 400, the only ones) that retarget it while it runs, against the
+# model timing it exactly (VectorAddCoreLatency) and the sequential executor's memory.
+# A build of its own: 2 min 45 s with the runs on two (shared) cores; about 20 s once built.
+def test_the_rtl_vector_add_core_stands_in_for_its_class():
+    rtl = ("vector_add",)
+    job = fuzz_job("vector_add", 0, 20, rtl_classes=rtl)
+    retargeting = tuple(fuzz_case(job.config, "vector_add", seed, rtl_classes=rtl) for seed in (161, 242))
+    outcomes = cosimulate(dataclasses.replace(job, runs=job.runs + retargeting, keep_trace=True))
+    assert not _failures(outcomes), _failures(outcomes)
+    verilog = (build(job.config, rtl_classes=rtl) / f"{TOPLEVEL}.v").read_text()
+    assert all(f"rtl_dma__{lane}__addr" in verilog for lane in range(3)), "the build has no RTL cores"
+    events = [event for outcome in outcomes for event in outcome.trace]
+    ran = [event for event in events if event.get("accel") == "vector_add"]
+    assert sum(event["event"] == "complete" for event in ran) > 100
+    assert any(event["event"] == "abort" for event in ran), "no squash aborted an RTL core"
+    assert all(_retargets_of_running(outcome.trace, "vector_add") for outcome in outcomes[-2:])
 
 
 @pytest.mark.slow
