@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In
 
 from hts.config import SystemConfig
 
-__all__ = ["PropertyGroup", "Harness", "elaborated_with", "free_inputs", "strict_total_order"]
+__all__ = ["PropertyGroup", "Harness", "elaborated_with", "registers", "free_inputs", "strict_total_order"]
 
 
 @dataclass(frozen=True)
@@ -27,13 +27,13 @@ class PropertyGroup:
     ``mode`` is ``prove`` (k-induction of ``depth`` steps, with a base case as deep) or
     ``bmc`` (every trace of ``depth`` cycles from reset); ``mode`` and ``depth`` are each
     a value or a function of the configuration. Covers are searched to ``cover_depth``
-    cycles from reset. ``runs_on`` leaves the group out of configurations where its proof
+    cycles from reset (a value or a function of the configuration). ``runs_on`` leaves the group out of configurations where its proof
     does not finish in reasonable time (docs/verification.md says which).
     """
     name: str
     mode: str | Callable[[SystemConfig], str]
     depth: int | Callable[[SystemConfig], int]
-    cover_depth: int = 8
+    cover_depth: int | Callable[[SystemConfig], int] = 8
     runs_on: Callable[[SystemConfig], bool] = lambda config: True
 
     def mode_for(self, config: SystemConfig) -> str:
@@ -41,6 +41,9 @@ class PropertyGroup:
 
     def depth_for(self, config: SystemConfig) -> int:
         return self.depth(config) if callable(self.depth) else self.depth
+
+    def cover_depth_for(self, config: SystemConfig) -> int:
+        return self.cover_depth(config) if callable(self.cover_depth) else self.cover_depth
 
 
 class Harness(Elaboratable):
@@ -117,10 +120,10 @@ class Harness(Elaboratable):
 def free_inputs(m: Module, component: wiring.Component, wired=()):
     """Drive every input port of ``component`` with a free value (any value, new every
     cycle), except the ports in ``wired``, which the harness connects to another block."""
-    wired = {id(port) for port in wired}
+    wired = {id(Value.cast(port)) for port in wired}   # a struct port and its Value both name it
     for _, member, port in component.signature.flatten(component):
+        port = Value.cast(port)
         if member.flow == In and id(port) not in wired:
-            port = Value.cast(port)
             m.d.comb += port.eq(AnySeq(port.shape()))
 
 
@@ -132,11 +135,18 @@ def elaborated_with(component: wiring.Component, name: str):
     component's own signals.
     """
     fragment = Fragment.get(component, None)
-    for statement in fragment.statements.get("sync", []):
-        for signal in statement._lhs_signals():
-            if signal.name == name:
-                return fragment, signal
-    raise LookupError(f"{type(component).__name__} keeps no register named {name!r}")
+    return fragment, registers(fragment, name)[name]
+
+
+def registers(fragment: Fragment, *names: str) -> dict[str, Value]:
+    """The registers ``names`` that an elaborated block (``fragment``) keeps inside
+    ``elaborate``, by name."""
+    found = {signal.name: signal for statement in fragment.statements.get("sync", [])
+             for signal in statement._lhs_signals() if signal.name in names}
+    missing = set(names) - set(found)
+    if missing:
+        raise LookupError(f"{type(fragment.origins[0]).__name__} keeps no register named {', '.join(sorted(missing))}")
+    return found
 
 
 def strict_total_order(valid, older) -> dict[str, Value]:

@@ -26,12 +26,17 @@ class TlbHarness(Harness):
     no in-flight access (a retarget's: none but its own producer's). The tracker fills a
     slot's ``touches`` column only the cycle after the slot's allocation, so a copy
     must never be offered for a slot allocated the cycle before either.
+
+    ``squash`` checks ``drop`` (the branch unit's ``squash``): after it no entry is left
+    under a dropped ID, the entry allocated in the drop cycle included, and every other
+    entry not removed by the copy-back engine stays.
     """
 
     # The copy-back base case spans reset, an allocation, the broadcast of its producer
     # and the offer, so that an offer the rules forbid fails as a counterexample from reset.
+    # The squash's base case spans reset, an allocation, its drop and the cycle after.
     GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("picks", "prove", 2),
-              PropertyGroup("copy_back", "prove", 4))
+              PropertyGroup("copy_back", "prove", 4), PropertyGroup("squash", "prove", 4))
     ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released")
 
     def build(self, m: Module):
@@ -51,6 +56,20 @@ class TlbHarness(Harness):
         self.check(m, "picks", "oldest_candidate_is_one", popcount(oldest_hit) == found)
         self.cover(m, "picks", "pick_among_all_entries", tlb.valid.all() & hits.all())
         self._copy_back(m, tlb)
+        self._squash(m, tlb)
+
+    def _squash(self, m: Module, tlb):
+        hits = Cat(*(valid & (entry.mask & tlb.drop).any() for valid, entry in zip(tlb.valid, tlb.entries)))
+        was_drop = Signal.like(tlb.drop)
+        spared = Signal.like(tlb.valid)      # valid, not under a dropped ID, not removed
+        m.d.sync += [was_drop.eq(tlb.drop), spared.eq(tlb.valid & ~hits & ~tlb.remove)]
+        # Both zero after reset: the first cycle checked compares with no drop.
+        self.check(m, "squash", "no_entry_left_under_a_dropped_id",
+                   Cat(*(~valid | ((entry.mask & was_drop) == 0) for valid, entry in zip(tlb.valid, tlb.entries))).all())
+        self.check(m, "squash", "drop_spares_the_other_entries", (spared & ~tlb.valid) == 0)
+        self.cover(m, "squash", "drop_hits_an_entry", hits.any())
+        if self.config.hts.tlb_entries > 1:   # one slot cannot hold an entry hit and one spared
+            self.cover(m, "squash", "drop_hits_one_and_spares_another", hits.any() & (tlb.valid & ~hits).any())
 
     def _copy_back(self, m: Module, tlb):
         count = self.config.hts.tlb_entries

@@ -22,7 +22,7 @@ on the notification bus.
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -47,7 +47,8 @@ from .tlb import TaskLookupBuffer
 from .trace import trace_layout
 from .window import DispatchWindow
 
-__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_issue_and_dispatch"]
+__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_issue_and_dispatch", "holds", "ends",
+           "copy_wanted"]
 
 
 def cpu_signature(config: SystemConfig) -> wiring.Signature:
@@ -96,6 +97,24 @@ def branch_read_signature(config: SystemConfig) -> wiring.Signature:
         "block": Out(data.ArrayLayout(config.widths.phys_block, slots)),
         "data": In(data.ArrayLayout(REGISTER_BITS, slots)),
     })
+
+
+def holds(block, pid: int) -> Value:
+    """Whether ``block`` (the TLB or the tracker) has a valid entry of process ``pid``."""
+    return Cat(*(valid & (entry.pid == pid) for valid, entry in zip(block.valid, block.entries))).any()
+
+
+def ends(active, drained, tracker, tlb, pid: int) -> Value:
+    """Whether process ``pid`` ends now: started, drained (decode), no tag in flight and
+    no TLB entry left. Shared with the formal harness ``hts.formal.retire``."""
+    return active[pid] & drained[pid] & ~holds(tracker, pid) & ~holds(tlb, pid)
+
+
+def copy_wanted(stalled_on_tlb, drained, tlb, processes: int) -> Value:
+    """The copy-back engine's ``wanted``: a process stalled on the TLB last cycle (a
+    registered stall reason), or a drained process still has TLB entries, which only
+    copies home can remove. Shared with ``hts.formal.retire``."""
+    return stalled_on_tlb | Cat(*(drained[pid] & holds(tlb, pid) for pid in range(processes))).any()
 
 
 def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
@@ -300,18 +319,10 @@ class HTS(wiring.Component):
         wiring.connect(m, copy_back.tm_port, wiring.flipped(self.copyback_tm))
         wiring.connect(m, copy_back.home_port, wiring.flipped(self.copyback_home))
 
-        # Wanted: a process stalled on the TLB last cycle (a registered stall reason), or a
-        # drained process still has TLB entries.
         stalled_on_tlb = Signal()
         m.d.sync += stalled_on_tlb.eq(Cat(*((reason == Stall.TLB_FULL) | (reason == Stall.TLB_CONFLICT)
                                             for reason in decode.stall)).any())
-        drained_with_entries = [decode.drained[pid] & self._holds(self.tlb, pid) for pid in range(len(self.queues))]
-        m.d.comb += copy_back.wanted.eq(stalled_on_tlb | Cat(*drained_with_entries).any())
-
-    @staticmethod
-    def _holds(block, pid: int):
-        """Whether ``block`` (the TLB or the tracker) has a valid entry of process ``pid``."""
-        return Cat(*(valid & (entry.pid == pid) for valid, entry in zip(block.valid, block.entries))).any()
+        m.d.comb += copy_back.wanted.eq(copy_wanted(stalled_on_tlb, decode.drained, self.tlb, len(self.queues)))
 
     def _front_end(self, m: Module) -> Signal:
         """CPU port, task queues, decode and branch unit; returns the processes ending now."""
@@ -322,8 +333,7 @@ class HTS(wiring.Component):
         retiring = Signal(processes)
         lengths = Signal(data.ArrayLayout(fetch_pc_width(config), processes))
         for pid, queue in enumerate(self.queues):
-            m.d.comb += retiring[pid].eq(active[pid] & decode.drained[pid] & ~self._holds(tracker, pid)
-                                         & ~self._holds(tlb, pid))
+            m.d.comb += retiring[pid].eq(ends(active, decode.drained, tracker, tlb, pid))
             with m.If(cpu.length.valid & (cpu.length.pid == pid)):
                 m.d.sync += lengths[pid].eq(cpu.length.words)
             redirect = branch_unit.redirect[pid]

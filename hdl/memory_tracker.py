@@ -192,7 +192,8 @@ class MemoryTracker(wiring.Component):
         Columns of free slots go stale: the TLB ANDs with its ``valid``.
         """
         homes = list(self.tlb_homes)
-        young, young_home = Signal(len(homes)), Signal.like(self.tlb_alloc_home)
+        young = Signal(len(homes))     # named: the formal harness hts.formal.retire reads it
+        young_home = Signal.like(self.tlb_alloc_home)
         m.d.sync += [young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes))), young_home.eq(self.tlb_alloc_home)]
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
         touches = record_register(m, self.touches, "touch_records")

@@ -38,6 +38,9 @@ BLOCKS = {
     "cdb": "cdb:CdbHarness",
     "dispatch": "dispatch:DispatchHarness",
     "pipeline": "pipeline:PipelineHarness",
+    "enqueue": "enqueue:EnqueueHarness",
+    "branch_unit": "branch_unit:BranchUnitHarness",
+    "retire": "retire:RetireHarness",
 }
 
 #: The configurations proved when none is given: the one-entry preset and ``small``, a
@@ -191,7 +194,7 @@ def prove_group(config: SystemConfig, config_name: str, block: str, group_name: 
         il = rtlil.convert(harness, name="harness", ports=[harness.domain.clk])
         (workdir / "harness.il").write_text(il)
         (workdir / "proof.sby").write_text(sby_text(mode, depth))
-        (workdir / "covers.sby").write_text(sby_text("cover", group.cover_depth))
+        (workdir / "covers.sby").write_text(sby_text("cover", group.cover_depth_for(config)))
         status, log = _run_sby(workdir, "proof", path_env, timeout_s)
         failed = _failures(log) if status != "PASS" else []
         trace = _keep_trace(workdir, log, keep_trace_in, f"{config_name}_{block}_{group_name}")

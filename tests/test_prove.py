@@ -13,13 +13,15 @@ from hts.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve_confi
 
 pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")
 
-# Each takes 3 to 10 s on a 2-core machine; the CDB on tiny (ten tickets) about 12 s and
-# the pipeline on small one to one and a half minutes, so they and the rest of the
-# second configuration run with -m slow.
+# Each takes 3 to 10 s on a 2-core machine; the CDB on tiny (ten tickets) about 12 s, the
+# branch unit's squash (a 28-cycle base case) 12 s, the retire bound 18 s and the pipeline
+# on small one to one and a half minutes, so they and the rest of the second
+# configuration run with -m slow.
 QUICK = [("small", "window", "age_order"), ("small", "window", "squash"),
          ("small", "reservation_station", "age_order"), ("small", "reservation_station", "squash"),
          ("small", "memory_tracker", "age_order"), ("small", "memory_tracker", "tags"),
          ("small", "tlb", "age_order"), ("small", "tlb", "picks"), ("small", "tlb", "copy_back"),
+         ("small", "tlb", "squash"), ("small", "enqueue", "squash"),
          ("small", "asr", "status"), ("small", "cdb", "grants"), ("small", "cdb", "latency"),
          ("small", "dispatch", "dispatch")]
 EVERY = [(config, block, group.name) for config in CONFIGS for block in BLOCKS
@@ -54,6 +56,12 @@ def test_every_other_proof_passes(config, block, group):
     ("small", "window", "squash", "append_not_squashed", "assert no_entry_left_under_a_squashed_id"),
     # A producer broadcast in its entry's allocation cycle makes that entry copyable the next cycle.
     ("small", "tlb", "copy_back", "new_producer_not_released", "assert copy_offer_not_allocated_last_cycle"),
+    # A task decoded under the ID squashed in its cycle is held the cycle after.
+    ("small", "enqueue", "squash", "arrival_not_squashed", "assert nothing_held_under_a_squashed_id"),
+    # A branch decoded under the ID squashed in its cycle stays in its slot.
+    ("small", "branch_unit", "squash", "alloc_mask_not_squashed", "assert no_slot_left_under_a_squashed_id"),
+    # A drained process that allocates a tag again has a tag in flight while watched.
+    ("small", "retire", "bound", "drained_process_allocates_nothing", "assert process_1_no_tag_in_flight"),
 ])
 def test_a_proof_fails_without_its_assumption(tmp_path, config, block, group, dropped, caught):
     result = prove_group(resolve_config(config), config, block, group, drop={dropped}, timeout_s=300,
@@ -71,6 +79,8 @@ CAUGHT_MUTANTS = [
      "assert squashed_tags_are_the_hit_entries"),
     ("small", "tlb", "copy_back", "copyback_ignores_touches", "assert copy_offer_untouched"),
     ("small", "cdb", "latency", "cdb_priority_inverted", "assert matrix_is_the_ticket_order"),
+    ("small", "branch_unit", "squash", "branch_squash_spares_nested", "assert no_slot_left_under_a_squashed_id"),
+    ("small", "branch_unit", "squash", "branch_confirm_lost", "assert ids_in_use_are_held_or_squashed"),
 ]
 SLOW_CAUGHT_MUTANTS = [
     ("small", "pipeline", "records", "dispatch_ignores_busy", "assert record_count_changes_only_by_arrivals_and_releases"),
