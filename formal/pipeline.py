@@ -2,9 +2,6 @@
 accelerator shells, wired as ``hts.hdl.hts.HTS`` wires them, checked for lost or
 duplicated task records."""
 
-import operator
-from functools import reduce
-
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
@@ -13,7 +10,7 @@ from hts.hdl.accelerator import AcceleratorShell, core_signature
 from hts.hdl.asr import AcceleratorStatus, instance_numbering
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
-from hts.hdl.hts import connect_issue_and_dispatch
+from hts.hdl.hts import connect_completion, connect_issue_and_dispatch
 from hts.hdl.primitives import index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
 from hts.hdl.window import DispatchWindow
@@ -98,21 +95,14 @@ class PipelineHarness(Harness):
     def _wire(self, m: Module):
         """The connections of ``HTS.elaborate`` among these blocks; returns (aborted,
         released, squashed), the top level's sets of this cycle."""
-        config, tags = self.config, self.config.hts.tracker_entries
+        config = self.config
         window, stations, arbiter, asr, cdb, shells = (self.window, self.stations, self.arbiter, self.asr,
                                                        self.cdb, self.shells)
         squash, confirm = Signal(config.hts.spec_ids), Signal(config.hts.spec_ids)
         m.d.comb += [squash.eq(AnySeq(len(squash))), confirm.eq(AnySeq(len(confirm)))]
-        held_tags = [shell.current.tag for shell in shells]
-        aborted, released, squashed = Signal(len(shells)), Signal(tags), Signal(tags)
-        m.d.comb += [
-            cdb.finished.eq(Cat(*(shell.done for shell in shells))),
-            aborted.eq(Cat(*(shell.busy & (shell.current.mask & squash).any() for shell in shells)) & ~cdb.grant),
-            cdb.abort.eq(aborted),
-            asr.release.eq(cdb.grant | aborted),
-            squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]))),
-            released.eq(index_set(cdb.grant, held_tags, tags) | squashed | index_set(aborted, held_tags, tags)),
-        ]
+        # The top level's own wiring (so its mutants reach this harness); no enqueue stage here.
+        aborted, _, squashed, released = connect_completion(
+            m, config, cdb, asr, shells, squash, [queue.squashed_tags for queue in [window, *stations]])
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(confirm)]
