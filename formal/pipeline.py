@@ -1,9 +1,7 @@
 """Formal harness of the back end as one: window, stations, dispatch arbiter, ASR, CDB and
 accelerator shells, wired as ``hts.hdl.hts.HTS`` wires them, checked for lost or
-duplicated task records."""
-
-import operator
-from functools import reduce
+duplicated task records, tags freed more than once, and tasks left running under a
+squashed speculation ID."""
 
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Signal
@@ -13,7 +11,7 @@ from hts.hdl.accelerator import AcceleratorShell, core_signature
 from hts.hdl.asr import AcceleratorStatus, instance_numbering
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
-from hts.hdl.hts import connect_issue_and_dispatch
+from hts.hdl.hts import connect_completion, connect_issue_and_dispatch
 from hts.hdl.primitives import index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
 from hts.hdl.window import DispatchWindow
@@ -68,7 +66,8 @@ class PipelineHarness(Harness):
     """
 
     GROUPS = (PropertyGroup("records", lambda config: "prove" if _one_entry_queues(config) else "bmc",
-                            lambda config: 2 if _one_entry_queues(config) else BMC_DEPTH),)
+                            lambda config: 2 if _one_entry_queues(config) else BMC_DEPTH),
+              PropertyGroup("squash", "prove", 6))
     ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists",
                    "tracker_orders_held_tags")
 
@@ -84,7 +83,7 @@ class PipelineHarness(Harness):
         self.shells = shells = [AcceleratorShell(config, AnyLatencyCore(config)) for _ in instance_numbering(config)]
         for flat, shell in enumerate(shells):
             m.submodules[f"shell{flat}"] = shell
-        self.aborted, self.released, self.squashed = self._wire(m)
+        self.squash, self.aborted, self.broadcast, self.squashed, self.released = self._wire(m)
 
         places = [*zip(window.valid, (entry.tag for entry in window.entries)),
                   *((valid, entry.tag) for station in stations for valid, entry in zip(station.valid, station.entries)),
@@ -94,25 +93,21 @@ class PipelineHarness(Harness):
         self._assume_inputs(m, held)
         self._helpers(m, places)
         self._records(m, places, held)
+        self._releases(m, held)
+        self._squash(m)
 
     def _wire(self, m: Module):
-        """The connections of ``HTS.elaborate`` among these blocks; returns (aborted,
-        released, squashed), the top level's sets of this cycle."""
-        config, tags = self.config, self.config.hts.tracker_entries
+        """The connections of ``HTS.elaborate`` among these blocks; returns the free
+        ``squash`` and the top level's sets of this cycle (aborted, broadcast, squashed,
+        released)."""
+        config = self.config
         window, stations, arbiter, asr, cdb, shells = (self.window, self.stations, self.arbiter, self.asr,
                                                        self.cdb, self.shells)
         squash, confirm = Signal(config.hts.spec_ids), Signal(config.hts.spec_ids)
         m.d.comb += [squash.eq(AnySeq(len(squash))), confirm.eq(AnySeq(len(confirm)))]
-        held_tags = [shell.current.tag for shell in shells]
-        aborted, released, squashed = Signal(len(shells)), Signal(tags), Signal(tags)
-        m.d.comb += [
-            cdb.finished.eq(Cat(*(shell.done for shell in shells))),
-            aborted.eq(Cat(*(shell.busy & (shell.current.mask & squash).any() for shell in shells)) & ~cdb.grant),
-            cdb.abort.eq(aborted),
-            asr.release.eq(cdb.grant | aborted),
-            squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]))),
-            released.eq(index_set(cdb.grant, held_tags, tags) | squashed | index_set(aborted, held_tags, tags)),
-        ]
+        # The top level's own wiring (so its mutants reach this harness); no enqueue stage here.
+        aborted, broadcast, squashed, released = connect_completion(
+            m, config, cdb, asr, shells, squash, [queue.squashed_tags for queue in [window, *stations]])
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(confirm)]
@@ -127,7 +122,7 @@ class PipelineHarness(Harness):
         free_inputs(m, window, wired=(window.squash, window.confirm, window.broadcast, window.station_room))
         free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,
                                        arbiter.free_instance))
-        return aborted, released, squashed
+        return squash, aborted, broadcast, squashed, released
 
     def _assume_inputs(self, m: Module, held):
         config, window = self.config, self.window
@@ -159,7 +154,7 @@ class PipelineHarness(Harness):
                    Cat(*(~valid | (tag < config.hts.tracker_entries) for valid, tag in places)).all())
         shell_busy = Cat(*(shell.busy for shell in shells))
         self.check(m, "records", "asr_busy_is_shells_busy", self.asr.busy == shell_busy)
-        self.check(m, "records", "tickets_only_of_done_shells",
+        self.check(m, ("records", "squash"), "tickets_only_of_done_shells",
                    (self.cdb.pending & ~Cat(*(shell.done for shell in shells))) == 0)
 
     def _records(self, m: Module, places, held):
@@ -187,3 +182,38 @@ class PipelineHarness(Harness):
                        window.valid.any() & Cat(*(s.valid.any() for s in self.stations)).any() & shell_busy.any())
         self.cover(m, "records", "a_squash_removes_a_queued_record", self.squashed.any())
         self.cover(m, "records", "a_squash_aborts_a_running_record", self.aborted.any())
+
+    def _releases(self, m: Module, held):
+        """A released tag is held, by one place (``no_two_places_hold_one_tag``), and
+        released by one source: no tag is freed twice in a cycle, nor while not in flight.
+        With the conservation above (records leave only by release), each allocation is
+        freed exactly once, if its core finishes."""
+        aborted_tags = index_set(self.aborted, [shell.current.tag for shell in self.shells], len(held))
+        self.check(m, "records", "released_tags_are_held", (self.released & ~held) == 0)
+        self.check(m, "records", "grants_and_squashes_disjoint", (self.broadcast & self.squashed) == 0)
+        self.check(m, "records", "grants_and_aborts_disjoint", (self.broadcast & aborted_tags) == 0)
+        self.check(m, "records", "squashes_and_aborts_disjoint", (self.squashed & aborted_tags) == 0)
+        if len(held) >= 2:   # else one record at a time
+            self.cover(m, "records", "a_grant_and_a_squash_in_one_cycle",
+                       self.broadcast.any() & (self.squashed | aborted_tags).any())
+
+    def _squash(self, m: Module):
+        """The cycle after a squash no shell runs a task under a squashed ID: a busy shell
+        under it is aborted or, if the CDB grants it in that cycle, leaves as completed;
+        a task dispatched in that cycle is not under it, as stations offer no squashed task."""
+        shells = self.shells
+        shell_busy = Cat(*(shell.busy for shell in shells))
+        was_squash, was_busy = Signal.like(self.squash), Signal.like(shell_busy)
+        m.d.sync += [was_squash.eq(self.squash), was_busy.eq(shell_busy)]
+        self.check(m, "squash", "no_busy_shell_under_a_squashed_id",
+                   Cat(*(~shell.busy | ((shell.current.mask & was_squash) == 0) for shell in shells)).all())
+
+        def under_squash(shell):
+            return shell.busy & (shell.current.mask & self.squash).any()
+
+        self.cover(m, "squash", "a_squash_aborts_a_running_task", self.aborted.any())
+        self.cover(m, "squash", "a_task_under_the_squash_completes_instead",
+                   Cat(*(grant & under_squash(shell) for grant, shell in zip(self.cdb.grant, shells))).any())
+        self.cover(m, "squash", "a_task_dispatched_in_a_squash_cycle",
+                   self.squash.any() & Cat(*(shell.task.valid & shell.task.ready for shell in shells)).any())
+        self.cover(m, "squash", "a_task_runs_on_past_a_squash", was_squash.any() & (was_busy & shell_busy).any())

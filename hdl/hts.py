@@ -47,8 +47,8 @@ from .tlb import TaskLookupBuffer
 from .trace import trace_layout
 from .window import DispatchWindow
 
-__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_issue_and_dispatch", "holds", "ends",
-           "copy_wanted"]
+__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_completion", "connect_issue_and_dispatch",
+           "holds", "ends", "copy_wanted"]
 
 
 def cpu_signature(config: SystemConfig) -> wiring.Signature:
@@ -137,6 +137,31 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
         ]
 
 
+def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash, squashed_sets):
+    """CDB grants and squash aborts of the shells, and the tag sets of this cycle, as the
+    top level wires them (the formal pipeline harness wires the same way). ``squash`` is
+    the branch unit's; ``squashed_sets`` are the tags the squash removes from each queue.
+    Returns (aborted, broadcast, squashed, released), as the module docstring defines them;
+    the caller connects each shell's ``granted`` and ``abort``."""
+    tags = config.hts.tracker_entries
+    held_tags = [shell.current.tag for shell in shells]
+    aborted = Signal(len(shells))
+    broadcast = Signal(tags)
+    released = Signal(tags)
+    squashed = Signal(tags)
+    m.d.comb += [
+        cdb.finished.eq(Cat(*(shell.done for shell in shells))),
+        aborted.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & squash).any()
+                                               for shell in shells)) & ~cdb.grant, 0)),
+        cdb.abort.eq(aborted),
+        asr.release.eq(cdb.grant | aborted),
+        broadcast.eq(index_set(cdb.grant, held_tags, tags)),
+        squashed.eq(reduce(operator.or_, squashed_sets)),
+        released.eq(broadcast | squashed | index_set(aborted, held_tags, tags)),
+    ]
+    return aborted, broadcast, squashed, released
+
+
 class HTS(wiring.Component):
     """The hardware task scheduler with its accelerator instances.
 
@@ -185,7 +210,6 @@ class HTS(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        tags = config.hts.tracker_entries
         decode, enqueue, tracker, tlb, window = self.decode, self.enqueue, self.tracker, self.tlb, self.window
         stations, arbiter, asr, cdb = self.stations, self.arbiter, self.asr, self.cdb
         branch_unit, copy_back, shells = self.branch_unit, self.copy_back, self.shells
@@ -207,22 +231,9 @@ class HTS(wiring.Component):
             m.submodules[f"shell{flat}"] = shell
 
         # ---- completion, squash and the tag sets every block hears of ---------------------
-        held_tags = [shell.current.tag for shell in shells]
-        aborted = Signal(len(shells))
-        broadcast = Signal(tags)
-        released = Signal(tags)
-        squashed = Signal(tags)
-        m.d.comb += [
-            cdb.finished.eq(Cat(*(shell.done for shell in shells))),
-            aborted.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & branch_unit.squash).any()
-                                                   for shell in shells)) & ~cdb.grant, 0)),
-            cdb.abort.eq(aborted),
-            asr.release.eq(cdb.grant | aborted),
-            broadcast.eq(index_set(cdb.grant, held_tags, tags)),
-            squashed.eq(reduce(operator.or_, (queue.squashed_tags for queue in [window, *stations]),
-                               enqueue.squashed_tags)),
-            released.eq(broadcast | squashed | index_set(aborted, held_tags, tags)),
-        ]
+        aborted, broadcast, squashed, released = connect_completion(
+            m, config, cdb, asr, shells, branch_unit.squash,
+            [enqueue.squashed_tags, *(queue.squashed_tags for queue in [window, *stations])])
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(branch_unit.confirm),

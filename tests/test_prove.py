@@ -81,6 +81,11 @@ CAUGHT_MUTANTS = [
     ("small", "cdb", "latency", "cdb_priority_inverted", "assert matrix_is_the_ticket_order"),
     ("small", "branch_unit", "squash", "branch_squash_spares_nested", "assert no_slot_left_under_a_squashed_id"),
     ("small", "branch_unit", "squash", "branch_confirm_lost", "assert ids_in_use_are_held_or_squashed"),
+    # A shell under the squashed ID keeps running (the harness wires aborts with the top
+    # level's own connect_completion, where this mutant lives).
+    ("small", "pipeline", "squash", "abort_lost", "assert no_busy_shell_under_a_squashed_id"),
+    # A station entry under ID 1 survives its squash and is dispatched in that cycle.
+    ("small", "pipeline", "squash", "queue_squash_first_id_only", "assert no_busy_shell_under_a_squashed_id"),
 ]
 SLOW_CAUGHT_MUTANTS = [
     ("small", "pipeline", "records", "dispatch_ignores_busy", "assert record_count_changes_only_by_arrivals_and_releases"),
