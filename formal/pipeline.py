@@ -77,9 +77,9 @@ class PipelineHarness(Harness):
         self.stations = stations = [ReservationStation(config) for _ in config.accelerators]
         for class_index, station in enumerate(stations):
             m.submodules[f"station{class_index}"] = station
-        self.arbiter = arbiter = m.submodules.arbiter = DispatchArbiter(config)
-        self.asr = asr = m.submodules.asr = AcceleratorStatus(config)
-        self.cdb = cdb = m.submodules.cdb = CommonDataBus(config)
+        self.arbiter = m.submodules.arbiter = DispatchArbiter(config)
+        self.asr = m.submodules.asr = AcceleratorStatus(config)
+        self.cdb = m.submodules.cdb = CommonDataBus(config)
         self.shells = shells = [AcceleratorShell(config, AnyLatencyCore(config)) for _ in instance_numbering(config)]
         for flat, shell in enumerate(shells):
             m.submodules[f"shell{flat}"] = shell
