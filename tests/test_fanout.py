@@ -1,0 +1,72 @@
+"""Fan-outs on a real ``dask.distributed`` cluster started here: ``hts fuzz --scheduler``
+gives the local run's per-seed results, and a worker killed mid-run loses no seed."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+
+pytest.importorskip("dask.distributed")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture
+def cluster():
+    """A ``dask scheduler`` and two ``dask worker`` processes, as a user starts them."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    scheduler = subprocess.Popen([*dask, "--host", "127.0.0.1", "--port", str(port), "--dashboard-address", ":0"],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    workers = [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", "1",
+                                 "--dashboard-address", ":0", "--no-nanny"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+               for _ in range(2)]
+    from dask.distributed import Client
+    with Client(address, timeout=60) as client:
+        client.wait_for_workers(2, timeout=120)
+    yield address, workers
+    for process in [*workers, scheduler]:
+        if process.poll() is None:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _fuzz(*args, timeout=3000):
+    return subprocess.run([sys.executable, "-m", "hts", "fuzz", "--system", "one", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def _seeds(path):
+    return {row["seed"]: row for row in json.loads(path.read_text())}
+
+
+def test_fuzz_on_a_cluster_equals_the_local_run_even_when_a_worker_dies(tmp_path, cluster):
+    address, workers = cluster
+    seeds = ["--seeds", "24", "--batch", "4"]
+    local = _fuzz(*seeds, "--json", tmp_path / "local.json")
+    assert local.returncode == 0, local.stderr
+    remote = subprocess.Popen([sys.executable, "-m", "hts", "fuzz", "--system", "one", *seeds, "--scheduler",
+                               address, "--json", tmp_path / "remote.json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    # Kill one worker once the first batch is back: its running batch must be redone elsewhere.
+    deadline = time.monotonic() + 1800
+    progress = ""
+    while "[fuzz] 4/24" not in progress and time.monotonic() < deadline and remote.poll() is None:
+        progress += remote.stderr.readline()
+    os.killpg(workers[0].pid, signal.SIGKILL)
+    out, err = remote.communicate(timeout=1800)
+    assert remote.returncode == 0, progress + err
+    assert "24 of 24 random programs match the model" in out
+    assert _seeds(tmp_path / "remote.json") == _seeds(tmp_path / "local.json")
+    assert workers[0].poll() is not None                  # the kill happened before the run ended
