@@ -467,6 +467,12 @@ def _read_text(path: str) -> str:
         raise HTSError(f"{path}: {error.strerror}") from None
 
 
+def _add_dask(p):
+    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                   help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
+    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster worker processes (default 2)")
+
+
 def _rtl_flags(rtl_classes) -> list[str]:
     return [flag for name in rtl_classes for flag in ("--rtl-accelerator", name)]
 
@@ -804,7 +810,6 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print one JSON object: cycles, match, memory_digest, sim_cycles_per_s, ...")
     p.set_defaults(run=cmd_cosim)
 
-    from .cosim.fuzz import SYSTEMS
     p = sub.add_parser("explore", help="sweep configuration keys over programs on Dask: table, CSV/JSON, Pareto PNG",
                        description="Design-space exploration: every combination of the swept configuration "
                                    "values, on every program, runs the cycle model (and with --synth the ECP5 "
@@ -816,9 +821,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a key to sweep, with its values or a power-of-two range (repeatable)")
     p.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     p.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="an existing dask.distributed scheduler (default: a LocalCluster on this machine)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster workers (default 2)")
+    _add_dask(p)
     p.add_argument("--within", type=float, default=5.0, metavar="PCT",
                    help="report the cheapest point within PCT%% of the best cycles (default 5)")
     p.add_argument("--csv", metavar="FILE", help="write the rows as CSV")
@@ -826,6 +829,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", help="Pareto front of cycles against LUT4 sites (with --synth)")
     p.set_defaults(run=cmd_explore)
 
+    from .cosim.fuzz import SYSTEMS
     p = sub.add_parser("fuzz", help="random programs on the Verilated RTL against the model (soak test)",
                        description="Randomized differential testing: for each seed, random programs (tasks "
                                    "over overlapping regions, loops, every branch kind, two processes) with "
@@ -838,9 +842,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
     p.add_argument("--axi", action="store_true",
                    help="load, start and end every run through the AXI4-Lite control registers (as hts cosim --axi)")
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="run the batches on an existing dask.distributed scheduler (default: a LocalCluster here)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster workers (default 2)")
+    _add_dask(p)
     p.add_argument("--json", metavar="FILE", help="write every seed's verdict, cycles and memory digest as JSON")
     _add_rtl_accelerator(p)
     p.add_argument("--coverage", action="store_true",
