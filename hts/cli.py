@@ -470,7 +470,8 @@ def _read_text(path: str) -> str:
 def _add_dask(p):
     p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
                    help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
-    p.add_argument("--workers", type=_positive_int, default=2, help="LocalCluster worker processes (default 2)")
+    p.add_argument("--workers", type=_nonnegative_int, default=2,
+                   help="LocalCluster worker processes (default 2; 0: no cluster, one task after another here)")
 
 
 def _rtl_flags(rtl_classes) -> list[str]:

@@ -3,7 +3,8 @@
 :func:`fan_out` submits one task per item and yields each result as it finishes. A task
 that raises yields its error instead, and the others go on. A task whose worker dies is
 run again on another worker (``dask.distributed`` reschedules it), so losing a worker
-loses no item.
+loses no item. With ``workers=0`` and no scheduler the items run one after another in
+this process, with no cluster: for a debugger, and for tests that patch what a task calls.
 """
 
 from collections.abc import Callable, Iterator
@@ -30,6 +31,9 @@ def client_for(scheduler_address: str | None, workers: int):
 def fan_out(function: Callable, items: list, scheduler_address: str | None = None,
             workers: int = 2) -> Iterator[tuple[object, object, str | None]]:
     """``(item, result, None)`` or ``(item, None, error)`` for every item, as each finishes."""
+    if workers == 0 and not scheduler_address:
+        yield from _in_process(function, items)
+        return
     from dask.distributed import as_completed
 
     with client_for(scheduler_address, workers) as client:
@@ -41,3 +45,11 @@ def fan_out(function: Callable, items: list, scheduler_address: str | None = Non
                 yield futures[future], None, f"{type(error).__name__}: {error}"
             else:
                 yield futures[future], result, None
+
+
+def _in_process(function: Callable, items: list) -> Iterator[tuple[object, object, str | None]]:
+    for item in items:
+        try:
+            yield item, function(item), None
+        except Exception as error:              # as on a cluster: reported, and the others go on
+            yield item, None, f"{type(error).__name__}: {error}"

@@ -303,7 +303,7 @@ def test_hts_fuzz_merges_the_seeds_coverage_and_prints_the_table(monkeypatch, ca
                 for spec in job.runs]
 
     monkeypatch.setattr(hts.cosim.run, "cosimulate", cosimulate)
-    assert main(["fuzz", "--seeds", "3", "--system", "one", "--coverage"]) == 0
+    assert main(["fuzz", "--seeds", "3", "--system", "one", "--coverage", "--workers", "0"]) == 0
     text = capsys.readouterr().out
     merged = coverage_of("branches").hits["branch.RR.taken"] * 3
     assert any(line.split()[:2] == ["branch.RR.taken", str(merged)] for line in text.splitlines())
