@@ -211,7 +211,6 @@ def test_status_counters_and_the_interrupt():
         assert await bus.value("ENDED") == 0b0001                  # a start clears its process's bits
         assert await bus.value("FAULTED") == 0
         assert await bus.value("TASKS") == 0
-        return cycles
     _simulate(bench)
 
 
