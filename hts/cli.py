@@ -434,7 +434,8 @@ def cmd_explore(args) -> int:
               + "".join(f"{str(row.get(name, '')):>{widths[name]}}" for name in columns[1:]))
     for outcome in failed:
         print(f"FAILED {outcome.point.label()} {outcome.point.program}: {outcome.error}", file=sys.stderr)
-    print(f"reused {result.reused} of {len(result.outcomes)} points from the cache")
+    print(f"reused {result.reused} of {len(result.outcomes)} points from the cache "
+          f"({result.jobs_reused} of {result.jobs} jobs)")
     for program in programs:
         best = cheapest_within(result.outcomes, args.within, program)
         if best:
@@ -455,7 +456,7 @@ def cmd_explore(args) -> int:
                                        "failed": [{"point": o.point.label(), "program": o.point.program,
                                                    "error": o.error} for o in failed]}, indent=1))
     if args.plot and rows:
-        front = {o.point.label() for o in pareto_front(result.outcomes)}
+        front = {(o.point.label(), program) for program in programs for o in pareto_front(result.outcomes, program)}
         plot_explore(rows, front, args.plot, f"hts explore on {base.source}")
     return 1 if failed else 0
 
@@ -552,23 +553,15 @@ def cmd_scaling(args) -> int:
 def cmd_bench(args) -> int:
     """Every benchmark on every scheduler: the paper's Figures 7-9 as a table and a chart."""
     import json
-    from .assembler import assemble
-    from .benchmarks import BENCHMARKS, audio_compression, source
-    from .models.report import compare
+    from .bench import bench, bench_cases
     from .plots import plot_benchmarks
     config = _system(args.config)
-    cases = [(name, source(name)) for name in BENCHMARKS]
-    cases.append(("audio_compression_taken", audio_compression(8, taken=True)))
-    table = []
-    for index, (name, text) in enumerate(cases, start=1):
-        print(f"  [{index}/{len(cases)}] {name}", file=sys.stderr, flush=True)
-        rows = {row["scheduler"]: row for row in compare(config, [assemble(text, config, f"{name}.s")], args.seed)}
-        table.append({"benchmark": name, **{s: rows[s]["cycles"] for s in rows},
-                      "naive_over_hts": round(rows["naive"]["cycles"] / rows["hts"]["cycles"], 2),
-                      "memory_matches_sequential": all(r["memory_matches_sequential"] for r in rows.values())})
+    table, errors = bench(bench_cases(config, args.seed), args.scheduler, args.workers, progress=_to_stderr)
+    for error in errors:
+        print(f"FAILED to run {error}", file=sys.stderr)
     plot_benchmarks(table, args.plot, f"benchmarks on {config.source}")
     if args.json:
-        print(json.dumps({"config": config.source, "plot": str(args.plot), "rows": table}))
+        print(json.dumps({"config": config.source, "plot": str(args.plot), "rows": table, "errors": errors}))
     else:
         print("| benchmark | naive | runtime | hts-nospec | hts | naive/hts | memory = sequential |")
         print("|---|---:|---:|---:|---:|---:|---|")
@@ -576,7 +569,7 @@ def cmd_bench(args) -> int:
             print(f"| {row['benchmark']} | {row['naive']} | {row['runtime']} | {row['hts-nospec']} | {row['hts']} "
                   f"| {row['naive_over_hts']:.2f} | {'yes' if row['memory_matches_sequential'] else 'NO'} |")
         print(f"plot: {args.plot}")
-    return 0 if all(row["memory_matches_sequential"] for row in table) else 1
+    return 0 if not errors and all(row["memory_matches_sequential"] for row in table) else 1
 
 
 def cmd_mutate(args) -> int:
@@ -736,6 +729,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", default="benchmarks.png", help="chart (default benchmarks.png)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
+    _add_dask(p)
     p.set_defaults(run=cmd_bench)
 
     from .synth import LINT_WAIVERS, TARGETS, default_block

@@ -3,16 +3,16 @@ run as Dask tasks, with a result cache, a table, CSV/JSON and a Pareto-front PNG
 
 Each point is one configuration (the base with one value per swept key) and one program.
 A point runs the cycle model (``hts``) and the naive baseline on the program; with
-``synth`` it also synthesizes the configuration's scheduler (``hts.synth``). Points run
-as Dask tasks: on a ``dask.distributed`` cluster (a ``LocalCluster`` on this machine by
-default, or the scheduler at ``scheduler_address``), and their results stream back as
-they finish; a point that raises is reported with its error and the others go on.
+``synth``, its configuration's scheduler is synthesized too (``hts.synth``), once per
+configuration whatever the number of programs. Model runs and syntheses are Dask tasks:
+on a ``dask.distributed`` cluster (a ``LocalCluster`` on this machine by default, or the
+scheduler at ``scheduler_address``), and their results stream back as they finish; a task
+that raises is reported with its error and the others go on.
 
-Finished points are cached as JSON under ``$HTS_EXPLORE_CACHE`` (default
-``~/.cache/hts-explore``), keyed by the configuration, the program text, what was run
-and a digest of the code and tools that compute it, so a re-run computes only what
-changed. Workers receive configurations and program text, never paths: they need no
-shared disk.
+Finished tasks are cached as JSON under ``$HTS_EXPLORE_CACHE`` (default
+``~/.cache/hts-explore``), keyed by the configuration, the program text, what was run and
+a digest of the code and tools that compute it, so a re-run computes only what changed.
+Workers receive configurations and program text, never paths: they need no shared disk.
 """
 
 import hashlib
@@ -32,8 +32,8 @@ from .errors import HTSError
 from .fanout import fan_out
 from .output import atomic_path
 
-__all__ = ["Point", "SweepSpec", "parse_key", "load_sweep", "points", "explore", "cheapest_within", "pareto_front",
-           "cache_root", "COLUMNS"]
+__all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "run_job", "parse_key", "load_sweep", "points", "explore",
+           "cheapest_within", "pareto_front", "cache_root", "COLUMNS", "SYNTH_COLUMNS"]
 
 #: The columns of the table, the CSV and the JSON rows, in order (synthesis ones only with ``synth``).
 COLUMNS = ("program", "cycles", "naive_cycles", "speedup", "utilization", "tasks")
@@ -123,27 +123,54 @@ def points(base: SystemConfig, spec: SweepSpec, synth: bool) -> list[Point]:
     return out
 
 
-# ---- one point ----------------------------------------------------------------------------
+# ---- the jobs: a model run per point, a synthesis per configuration -----------------------
 
-def run_point(point: Point) -> dict:
-    """The model (and synthesis) figures of one point; runs on a Dask worker."""
-    from .assembler import assemble
-    from .models.memory import initial_memory
-    from .models.simulate import simulate
-    programs = [assemble(point.text, point.config, point.program)]
-    model = simulate(point.config, programs, initial_memory(point.config, 0), "hts")
-    naive = simulate(point.config, programs, initial_memory(point.config, 0), "naive")
-    busy = [value for value in model.utilization.values() if value > 0]
-    row = {"program": point.program, "cycles": model.cycles, "naive_cycles": naive.cycles,
-           "speedup": round(naive.cycles / model.cycles, 3),
-           "utilization": round(sum(busy) / len(busy), 4) if busy else 0.0, "tasks": model.tasks}
-    if point.synth:
+@dataclass(frozen=True)
+class ModelJob:
+    """The cycle model (``hts``) and the naive baseline of one point."""
+    point: Point
+
+    def run(self) -> dict:
+        from .assembler import assemble
+        from .models.memory import initial_memory
+        from .models.simulate import simulate
+        config = self.point.config
+        programs = [assemble(self.point.text, config, self.point.program)]
+        model = simulate(config, programs, initial_memory(config, 0), "hts")
+        naive = simulate(config, programs, initial_memory(config, 0), "naive")
+        busy = [value for value in model.utilization.values() if value > 0]
+        return {"cycles": model.cycles, "naive_cycles": naive.cycles,
+                "speedup": round(naive.cycles / model.cycles, 3),
+                "utilization": round(sum(busy) / len(busy), 4) if busy else 0.0, "tasks": model.tasks}
+
+    def key(self, code: str) -> str:
+        return _digest("model", _config_text(self.point.config), self.point.text, code, _tools(False))
+
+    def describe(self) -> str:
+        return f"{self.point.label()} {self.point.program}"
+
+
+@dataclass(frozen=True)
+class SynthJob:
+    """``hts synth`` of one configuration's scheduler, shared by every program run on it."""
+    config: SystemConfig
+    label: str
+
+    def run(self) -> dict:
         from .synth import synthesize
-        result = synthesize(point.config, "hts", progress=lambda message: None)
-        fmax = result["fmax_mhz"]
-        row |= {"lut_sites": result["lut_sites"], "ffs": result["ffs"], "brams": result["brams"], "fmax_mhz": fmax,
-                "wall_us": round(model.cycles / fmax, 2) if fmax else None}
-    return row
+        result = synthesize(self.config, "hts", progress=lambda message: None)
+        return {name: result[name] for name in ("lut_sites", "ffs", "brams", "fmax_mhz")}
+
+    def key(self, code: str) -> str:
+        return _digest("synth", _config_text(self.config), code, _tools(True))
+
+    def describe(self) -> str:
+        return f"{self.label} (synthesis)"
+
+
+def run_job(job: ModelJob | SynthJob) -> dict:
+    """A job's figures; runs on a Dask worker."""
+    return job.run()
 
 
 # ---- the cache ----------------------------------------------------------------------------
@@ -172,16 +199,17 @@ def _tools(synth: bool) -> str:
     return ",".join(f"{name}={metadata.version(name)}" for name in names) + f",python={platform.python_version()}"
 
 
-def cache_key(point: Point, code: str) -> str:
-    config = point.config
-    text = repr((config.memory, config.accelerators, config.hts, config.timing, config.windows, point.text,
-                 point.synth, code, _tools(point.synth)))
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+def _config_text(config: SystemConfig) -> str:
+    return repr((config.memory, config.accelerators, config.hts, config.timing, config.windows))
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
 def code_digest(synth: bool) -> str:
-    """The sources a point's result depends on: the models, ISA and assembler; the RTL too with synthesis."""
-    packages = ["hts.models", "hts.isa", "hts.assembler"] + (["hts.hdl"] if synth else [])
+    """The sources a job's result depends on: the models, ISA and assembler; the RTL for synthesis."""
+    packages = ["hts.hdl"] if synth else ["hts.models", "hts.isa", "hts.assembler"]
     return _package_digest(*packages) + hashlib.sha256(resources.files("hts").joinpath("config.py")
                                                        .read_bytes()).hexdigest()
 
@@ -199,43 +227,70 @@ class Outcome:
 @dataclass
 class ExploreResult:
     outcomes: list[Outcome] = field(default_factory=list)
+    jobs: int = 0
+    jobs_reused: int = 0
 
     @property
     def reused(self) -> int:
+        """Points whose every job came from the cache."""
         return sum(outcome.cached for outcome in self.outcomes)
 
 
 def explore(all_points: list[Point], scheduler_address: str | None = None, workers: int = 2,
             progress: Callable[[str], None] = print) -> ExploreResult:
-    """Run every point not in the cache as a Dask task; outcomes in the order of ``all_points``."""
-    code = {synth: code_digest(synth) for synth in {point.synth for point in all_points}}
-    outcomes = [Outcome(point) for point in all_points]
-    todo = []
-    for outcome in outcomes:
-        cached = cache_root() / f"{cache_key(outcome.point, code[outcome.point.synth])}.json"
+    """Every job not in the cache as a Dask task; outcomes in the order of ``all_points``.
+
+    A point's row is its model figures, and with synthesis its configuration's synthesis
+    figures (one synthesis per configuration, whatever the number of programs)."""
+    model_jobs = {point: ModelJob(point) for point in all_points}
+    synth_jobs = {}
+    for point in all_points:
+        if point.synth:
+            synth_jobs.setdefault(_config_text(point.config), SynthJob(point.config, point.label()))
+    jobs = [*model_jobs.values(), *synth_jobs.values()]
+    code = {False: code_digest(False), True: code_digest(True) if synth_jobs else ""}
+    keys = {job: job.key(code[isinstance(job, SynthJob)]) for job in jobs}
+    results, errors = {}, {}
+    for job in jobs:
+        cached = cache_root() / f"{keys[job]}.json"
         if cached.exists():
-            outcome.row, outcome.cached = json.loads(cached.read_text()), True
-        else:
-            todo.append(outcome)
-    progress(f"[explore] {len(all_points)} points: {len(all_points) - len(todo)} reused from the cache "
-             f"({cache_root()}), {len(todo)} to run")
+            results[job] = json.loads(cached.read_text())
+    todo = [job for job in jobs if job not in results]
+    progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(synth_jobs)} syntheses): "
+             f"{len(jobs) - len(todo)} reused from the cache ({cache_root()}), {len(todo)} to run")
     if todo:
-        _run_on_dask(todo, code, scheduler_address, workers, progress)
-    return ExploreResult(outcomes)
+        _run_on_dask(todo, keys, results, errors, scheduler_address, workers, progress)
+    outcomes = []
+    for point, model in model_jobs.items():
+        parts = [model] + ([synth_jobs[_config_text(point.config)]] if point.synth else [])
+        failed = [f"{errors[job]}" for job in parts if job in errors]
+        row = None if failed else _row(point, *(results[job] for job in parts))
+        outcomes.append(Outcome(point, row, "; ".join(failed) or None, all(job not in todo for job in parts)))
+    return ExploreResult(outcomes, len(jobs), len(jobs) - len(todo))
 
 
-def _run_on_dask(todo: list[Outcome], code: dict, scheduler_address: str | None, workers: int, progress):
+def _row(point: Point, model: dict, synthesis: dict | None = None) -> dict:
+    """A point's row: its program, model figures and (with synthesis) its configuration's cost."""
+    row = {"program": point.program, **model}
+    if synthesis is None:
+        return row
+    fmax = synthesis["fmax_mhz"]
+    return {**row, **synthesis, "wall_us": round(model["cycles"] / fmax, 2) if fmax else None}
+
+
+def _run_on_dask(todo: list, keys: dict, results: dict, errors: dict, scheduler_address: str | None, workers: int,
+                 progress):
     cache_root().mkdir(parents=True, exist_ok=True)
-    by_point = {id(outcome.point): outcome for outcome in todo}
-    finished = fan_out(run_point, [outcome.point for outcome in todo], scheduler_address, workers)
-    for done, (point, row, error) in enumerate(finished, start=1):
-        outcome = by_point[id(point)]
-        outcome.row, outcome.error = row, error
-        if row is not None:
-            with atomic_path(cache_root() / f"{cache_key(point, code[point.synth])}.json") as tmp:
+    for done, (job, row, error) in enumerate(fan_out(run_job, todo, scheduler_address, workers), start=1):
+        if error:
+            errors[job] = error
+        else:
+            results[job] = row
+            with atomic_path(cache_root() / f"{keys[job]}.json") as tmp:
                 tmp.write_text(json.dumps(row))
-        status = f"failed: {error}" if error else f"{row['cycles']} cycles"
-        progress(f"[explore] {done}/{len(todo)} {point.label()} {point.program}: {status}")
+        status = f"failed: {error}" if error else (f"{row['cycles']} cycles" if "cycles" in row
+                                                   else f"{row['lut_sites']} LUT4 sites, {row['fmax_mhz']} MHz")
+        progress(f"[explore] {done}/{len(todo)} {job.describe()}: {status}")
 
 
 # ---- the answers ------------------------------------------------------------------------
@@ -255,9 +310,11 @@ def cheapest_within(outcomes: list[Outcome], percent: float, program: str) -> Ou
     return min((outcome for outcome in ok if outcome.row["cycles"] <= best * (1 + percent / 100)), key=cost_of)
 
 
-def pareto_front(outcomes: list[Outcome]) -> list[Outcome]:
-    """The points no other point beats in both cycles and LUT4 sites (synthesized points only)."""
-    ok = [outcome for outcome in outcomes if outcome.row and "lut_sites" in outcome.row]
+def pareto_front(outcomes: list[Outcome], program: str) -> list[Outcome]:
+    """The points of ``program`` no other of its points beats in both cycles and LUT4 sites
+    (synthesized points only)."""
+    ok = [outcome for outcome in outcomes
+          if outcome.row and "lut_sites" in outcome.row and outcome.point.program == program]
     return sorted((a for a in ok if not any(
         b.row["cycles"] <= a.row["cycles"] and b.row["lut_sites"] <= a.row["lut_sites"]
         and (b.row["cycles"], b.row["lut_sites"]) != (a.row["cycles"], a.row["lut_sites"]) for b in ok)),

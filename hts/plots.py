@@ -218,7 +218,8 @@ def plot_timeline(trace: dict, path: str | Path, title: str):
 
 def plot_explore(rows: list[dict], front: set[str], path: str | Path, title: str):
     """``hts explore``'s points: cycles against LUT4 sites per program, the Pareto front
-    joined (``front`` holds its points' labels); without synthesis figures, cycles per point."""
+    joined (``front`` holds its points' (label, program) pairs); without synthesis figures,
+    cycles per point."""
     programs = sorted({row["program"] for row in rows})
     colours = plt.get_cmap("tab10")
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -227,7 +228,7 @@ def plot_explore(rows: list[dict], front: set[str], path: str | Path, title: str
             mine = sorted((row for row in rows if row["program"] == program), key=lambda row: row["lut_sites"])
             ax.scatter([r["lut_sites"] for r in mine], [r["cycles"] for r in mine], color=colours(index), s=18,
                        label=program)
-            edge = [row for row in mine if row["point"] in front]
+            edge = [row for row in mine if (row["point"], program) in front]
             ax.plot([r["lut_sites"] for r in edge], [r["cycles"] for r in edge], color=colours(index), linewidth=1)
             for row in mine:
                 ax.annotate(row["point"], (row["lut_sites"], row["cycles"]), fontsize=6, xytext=(3, 3),

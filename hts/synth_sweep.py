@@ -2,21 +2,24 @@
 
 Each sweep synthesizes one RTL block (``hts synth``, ECP5) for several values of one
 configuration key, prints a table, and draws LUT4s and Fmax against the value in a PNG
-beside it. The default run is a few points per sweep (minutes, not hours); it is run by
-hand, never in CI. A new sweep is one line in :data:`SWEEPS`.
+beside it. Every point is a Dask task (:mod:`hts.fanout`), on a LocalCluster here or on an
+existing cluster. The default run is a few points per sweep (minutes, not hours); it is
+run by hand, never in CI. A new sweep is one line in :data:`SWEEPS`.
 """
 
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from .config import PRESETS, SystemConfig, load_config, with_value
 from .errors import HTSError
+from .fanout import fan_out
 from .plots import plot_synth_sweep
 from .synth import designs, synthesize
 
-__all__ = ["SWEEPS", "sweep", "main"]
+__all__ = ["SWEEPS", "SweepPoint", "synth_point", "sweep", "main"]
 
 # (configuration key, values, block). Sweeps of blocks that do not exist yet are skipped.
 SWEEPS = [
@@ -26,13 +29,36 @@ SWEEPS = [
 ]
 
 
-def sweep(config: SystemConfig, key: str, values, block: str, freq_mhz: float) -> list[dict]:
-    rows = []
-    for index, value in enumerate(values, start=1):
-        print(f"[{index}/{len(values)}] {block}: {key} = {value}", file=sys.stderr, flush=True)
-        rows.append({"key": key, "value": value, **synthesize(with_value(config, key, value), block,
-                                                              freq_mhz=freq_mhz)})
-    return rows
+@dataclass(frozen=True)
+class SweepPoint:
+    config: SystemConfig
+    key: str
+    value: int
+    block: str
+    freq_mhz: float
+
+
+def synth_point(point: SweepPoint) -> dict:
+    """One point's ``hts synth`` figures; runs on a Dask worker."""
+    return {"key": point.key, "value": point.value,
+            **synthesize(with_value(point.config, point.key, point.value), point.block, freq_mhz=point.freq_mhz,
+                         progress=lambda message: None)}
+
+
+def sweep(config: SystemConfig, key: str, values, block: str, freq_mhz: float,
+          scheduler_address: str | None = None, workers: int = 2) -> tuple[list[dict], list[str]]:
+    """Rows in the order of ``values``, and an error line for each point that failed (left out)."""
+    rows, errors = {}, []
+    sweep_points = [SweepPoint(config, key, value, block, freq_mhz) for value in values]
+    for done, (point, row, error) in enumerate(fan_out(synth_point, sweep_points, scheduler_address, workers),
+                                               start=1):
+        print(f"[{done}/{len(values)}] {block}: {key} = {point.value}: "
+              f"{f'failed: {error}' if error else str(row['lut_sites']) + ' LUT4 sites'}", file=sys.stderr, flush=True)
+        if error:
+            errors.append(f"{key} = {point.value}: {error}")
+        else:
+            rows[point.value] = row
+    return [rows[value] for value in values if value in rows], errors
 
 
 def _print_table(key: str, block: str, rows: list[dict]):
@@ -59,18 +85,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", action="append", choices=[key for key, _, _ in SWEEPS],
                         help="run only this sweep (repeatable; default: every sweep)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON object")
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="run the points on an existing dask.distributed scheduler (default: a LocalCluster here)")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="LocalCluster worker processes (default 2; 0: no cluster, one point after another here)")
     args = parser.parse_args(argv)
+    if args.workers < 0:
+        parser.error(f"--workers: {args.workers} is negative")
     try:
         config = load_config(args.config)
         existing = designs(config)
-        results = []
+        results, failed = [], []
         for key, values, block in SWEEPS:
             if args.key and key not in args.key:
                 continue
             if block not in existing:
                 print(f"skipping {key}: block {block} does not exist yet", file=sys.stderr)
                 continue
-            rows = sweep(config, key, values, block, args.freq)
+            rows, errors = sweep(config, key, values, block, args.freq, args.scheduler, args.workers)
+            failed += [f"{block}: {error}" for error in errors]
             plot = Path(f"{args.plot_prefix}_{key.rpartition('.')[2]}.png")
             plot_synth_sweep(rows, key, plot, f"{block} on {config.source}, ECP5 (LFE5U-85F-6)")
             results.append({"key": key, "block": block, "plot": str(plot), "rows": rows})
@@ -80,9 +113,11 @@ def main(argv: list[str] | None = None) -> int:
     except HTSError as err:
         print(err, file=sys.stderr)
         return 1
+    for error in failed:
+        print(f"FAILED {error}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"config": config.source, "sweeps": results}))
-    return 0
+        print(json.dumps({"config": config.source, "sweeps": results, "errors": failed}))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -86,3 +86,44 @@ def test_cli_writes_table_csv_json_and_plot(tmp_path, cluster):
     assert out["e.csv"].read_text().splitlines()[0].startswith("point,hts.window,program,cycles")
     assert len(json.loads(out["e.json"].read_text())["rows"]) == 2
     assert out["e.png"].read_bytes()[:4] == b"\x89PNG"
+
+
+def test_synthesis_runs_once_per_configuration_and_joins_every_program_row(monkeypatch):
+    import hts.synth
+    synthesized = []
+
+    def synthesize(config, block, progress):
+        synthesized.append(config.hts.window)
+        return {"lut_sites": 1000 * config.hts.window, "ffs": 1, "brams": 0, "fmax_mhz": 50.0, "luts": 7}
+
+    monkeypatch.setattr(hts.synth, "synthesize", synthesize)
+    spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text(), "again": PROGRAM.read_text()})
+    result = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
+    assert sorted(synthesized) == [1, 2] and result.jobs == 6 and result.reused == 0
+    for outcome in result.outcomes:
+        row = outcome.row
+        assert row["lut_sites"] == 1000 * outcome.point.config.hts.window and "luts" not in row
+        assert row["wall_us"] == round(row["cycles"] / 50.0, 2)
+    again = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
+    assert len(synthesized) == 2 and again.reused == 4 and again.jobs_reused == 6
+    assert [o.row for o in again.outcomes] == [o.row for o in result.outcomes]
+
+
+@pytest.mark.slow
+def test_synthesized_points_equal_hts_synth(tmp_path, cluster):
+    """Acceptance 1 of issue 18 on a tiny-sized point: the row's cost is `hts synth --json`'s."""
+    out = tmp_path / "e.json"
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.window=2", PROGRAM,
+                             "--synth", "--scheduler", cluster, "--json", out], capture_output=True, text=True,
+                            timeout=3600)
+    assert result.returncode == 0, result.stderr
+    [row] = json.loads(out.read_text())["rows"]
+    point_file = tmp_path / "point.yaml"
+    point_file.write_text(config_yaml(with_value(load_config("tiny"), "hts.window", 2)))
+    alone = subprocess.run([sys.executable, "-m", "hts", "synth", "-c", point_file, "--json"], capture_output=True,
+                           text=True, timeout=3600)
+    assert alone.returncode == 0, alone.stderr
+    figures = json.loads(alone.stdout)
+    assert {key: row[key] for key in ("lut_sites", "ffs", "brams", "fmax_mhz")} == \
+        {key: figures[key] for key in ("lut_sites", "ffs", "brams", "fmax_mhz")}
+    assert row["wall_us"] == round(row["cycles"] / figures["fmax_mhz"], 2)

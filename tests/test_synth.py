@@ -11,7 +11,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hts import synth
+from hts import synth, synth_sweep
 from hts.config import with_value
 from hts.errors import ConfigError, HTSError
 from hts.hdl.layouts import tracker_entry_layout
@@ -233,3 +233,30 @@ def test_synth_of_a_block_with_simulation_asserts(tiny_config):
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["ffs"] > 0 and report["fmax_mhz"] > 10
+
+
+def test_a_sweep_point_that_fails_is_reported_and_the_others_are_kept(monkeypatch, tiny_config):
+    def synthesize(config, block, freq_mhz, progress):
+        if config.hts.tracker_entries == 4:
+            raise HTSError("yosys failed")
+        return {"lut_sites": config.hts.tracker_entries}
+
+    monkeypatch.setattr(synth_sweep, "synthesize", synthesize)
+    rows, errors = synth_sweep.sweep(tiny_config, "hts.tracker_entries", (2, 4, 8), "memory_tracker", 100.0,
+                                     workers=0)
+    assert [row["value"] for row in rows] == [2, 8] and [row["lut_sites"] for row in rows] == [2, 8]
+    assert errors == ["hts.tracker_entries = 4: HTSError: yosys failed"]
+
+
+@pytest.mark.slow
+def test_a_synth_sweep_on_a_cluster_equals_hts_synth(tiny_config):
+    distributed = pytest.importorskip("dask.distributed")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster:
+        rows, errors = synth_sweep.sweep(tiny_config, "hts.tracker_entries", (2, 4), "memory_tracker", 100.0,
+                                         cluster.scheduler_address)
+    assert errors == [] and [row["value"] for row in rows] == [2, 4]
+    for row in rows:
+        alone = synth.synthesize(with_value(tiny_config, "hts.tracker_entries", row["value"]), "memory_tracker",
+                                 progress=lambda message: None)
+        assert {key: row[key] for key in alone} == alone
