@@ -811,9 +811,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "synthesis) as a Dask task, on a LocalCluster here or on --scheduler's "
                                    "cluster. Finished points are cached ($HTS_EXPLORE_CACHE) and reused.")
     _add_config(p)
-    p.add_argument("programs", nargs="*", metavar="PROG.s", help="assembly programs (one process each)")
+    p.add_argument("programs", nargs="*", metavar="PROG.s", help="assembly programs, each a point of its own")
     p.add_argument("--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
-                   help="a key to sweep, with its values or a power-of-two range (repeatable)")
+                   help="a key to sweep, with its values or a power-of-two range (repeatable): section.name "
+                        "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
+                        "accelerators.CLASS.FIELD for one")
     p.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     p.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
     _add_dask(p)

@@ -432,11 +432,26 @@ def _file_form(config: SystemConfig) -> dict:
 
 
 def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
-    """``config`` with ``key`` (``section.name``) set to ``value``, validated like a file."""
+    """``config`` with ``key`` set to ``value``, validated like a file. ``key`` is
+    ``section.name``, ``accelerators.FIELD`` (every class) or ``accelerators.CLASS.FIELD``."""
     raw = _file_form(config)
     section, _, name = key.partition(".")
-    if not isinstance(raw.get(section), dict) or not name:
+    if section == "accelerators" and name:
+        _set_accelerator_field(raw["accelerators"], key, name, value)
+    elif isinstance(raw.get(section), dict) and name:
+        raw[section][name] = value
+    else:
         sections = ", ".join(k for k, v in raw.items() if isinstance(v, dict))
-        raise ConfigError(key, f"not a configuration key (section.name; sections: {sections})")
-    raw[section][name] = value
+        raise ConfigError(key, f"not a configuration key (section.name with sections {sections}; "
+                               f"accelerators.FIELD; or accelerators.CLASS.FIELD)")
     return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")
+
+
+def _set_accelerator_field(accelerators: list[dict], key: str, name: str, value):
+    class_name, _, field = name.rpartition(".")
+    chosen = [acc for acc in accelerators if not class_name or acc["name"] == class_name]
+    if not chosen:
+        raise ConfigError(key, f"no accelerator class {class_name!r} (classes: "
+                               f"{', '.join(acc['name'] for acc in accelerators)})")
+    for acc in chosen:
+        acc[field] = value

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from hts.config import PRESETS, SystemConfig, load_config, parse_config
+from hts.config import PRESETS, SystemConfig, load_config, parse_config, with_value
 from hts.errors import ConfigError
 from hts.isa import FIRST_RESERVED_ACCEL_ID
 
@@ -169,3 +169,16 @@ def test_a_memory_too_large_to_simulate_is_refused_at_its_key():
     with pytest.raises(ConfigError, match=r"big\.yaml:2:16: memory\.block_words: .* = 8,589,934,592 words "
                                           r"\(32\.0 GiB\) is more than the simulators hold"):
         parse_config(text, "big.yaml")
+
+
+def test_with_value_sets_accelerator_fields_for_every_class_or_one():
+    tiny = load_config("tiny")
+    assert {acc.count for acc in with_value(tiny, "accelerators.count", 2).accelerators} == {2}
+    one = with_value(tiny, "accelerators.fft_256.latency", 100)
+    assert [acc.latency for acc in one.accelerators if acc.name == "fft_256"] == [100]
+    assert [acc for acc in one.accelerators if acc.name != "fft_256"] == \
+        [acc for acc in tiny.accelerators if acc.name != "fft_256"]
+    with pytest.raises(ConfigError, match="accelerators.fir.count: no accelerator class 'fir'"):
+        with_value(tiny, "accelerators.fir.count", 2)
+    with pytest.raises(ConfigError, match="accelerators.count"):
+        with_value(tiny, "accelerators.count", 0)
