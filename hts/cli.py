@@ -145,7 +145,7 @@ def _print_prove_table(results):
 def cmd_prove(args) -> int:
     import json
     from .prove import CONFIGS, BLOCKS, prove
-    configs = [args.config] if args.config else list(CONFIGS)
+    configs = args.config or list(CONFIGS)
     results = prove(configs, args.block or list(BLOCKS), timeout_s=args.timeout,
                     trace_dir=Path(args.traces) if args.traces else None)
     if args.json:
@@ -770,9 +770,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "then a search for every cover. Prints one row per block and property "
                                    "group; exits 1 if a proof fails or a cover is not reached. Progress goes "
                                    "to stderr. docs/verification.md lists the properties.")
-    p.add_argument("-c", "--config", metavar="CFG",
+    p.add_argument("-c", "--config", metavar="CFG", action="append",
                    help="system configuration: small (the formal four-entry system), a preset "
-                        f"({', '.join(PRESETS)}) or a YAML file (default: tiny and small)")
+                        f"({', '.join(PRESETS)}) or a YAML file (repeatable; default: tiny and small)")
     p.add_argument("--block", metavar="NAME", action="append",
                    help="block to prove (repeatable; default: every block with a harness)")
     p.add_argument("--timeout", metavar="S", type=_positive_float, default=600.0,

@@ -121,9 +121,10 @@ def test_cli_prints_a_table_and_json(capsys):
     assert main(["prove", "-c", "small", "--block", "asr"]) == 0
     table = capsys.readouterr().out
     assert "asr" in table and "PASS" in table and "2/2" in table
-    assert main(["prove", "-c", "tiny", "--block", "asr", "--json"]) == 0
-    [row] = json.loads(capsys.readouterr().out)
-    assert row["result"] == "PASS" and row["ok"] and row["mode"] == "prove"
+    assert main(["prove", "-c", "tiny", "-c", "small", "--block", "asr", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sorted(row["config"] for row in rows) == ["small", "tiny"]
+    assert all(row["result"] == "PASS" and row["ok"] and row["mode"] == "prove" for row in rows)
 
 
 def test_cli_names_the_blocks_for_an_unknown_one(capsys):
