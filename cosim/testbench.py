@@ -47,11 +47,9 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
 from hts.config import SystemConfig
-from hts.hdl.asr import instance_numbering
+from hts.hdl.interfaces import branch_read_signature, cpu_signature, instance_numbering, task_layout, trace_layout
+from hts.hdl.trace import TraceReader, canonical
 from hts.isa import REGISTER_BITS
-from hts.hdl.hts import branch_read_signature, cpu_signature
-from hts.hdl.layouts import task_layout
-from hts.hdl.trace import TraceReader, canonical, trace_layout
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.coverage import StateCoverage, trace_coverage
 from hts.models.hts import transfer_cycles

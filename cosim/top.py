@@ -19,15 +19,14 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 from hts.errors import HTSError
-from hts.hdl.accelerator import core_signature, dma_signature
-from hts.hdl.asr import instance_numbering
 from hts.hdl.axi_hts import AxiHTS
 from hts.hdl.axi_lite import axi_lite_signature
 from hts.hdl.control import ADDR_BITS
 from hts.hdl.hls import vector_add_core
-from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
-from hts.hdl.layouts import fault_layout, task_layout
-from hts.hdl.trace import any_event, trace_layout
+from hts.hdl.hts import HTS
+from hts.hdl.interfaces import (branch_read_signature, core_signature, cpu_signature, dma_signature, fault_layout,
+                                instance_numbering, task_layout, trace_layout)
+from hts.hdl.trace import any_event
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "RTL_CORES", "ports",
            "clocked_wrapper", "rtl_instances"]
@@ -55,7 +54,7 @@ def rtl_instances(config: SystemConfig, rtl_classes: tuple[str, ...]) -> list[in
 class ExternalCore(wiring.Component):
     """A core whose ``done`` and ``writeback`` the testbench drives (through :class:`CosimTop`).
 
-    Ports: :func:`hts.hdl.accelerator.core_signature`. It moves no data over its DMA port:
+    Ports: :func:`hts.hdl.interfaces.core_signature`. It moves no data over its DMA port:
     the Python accelerator reads and writes the testbench's memory directly, at the
     addresses of the task the shell holds.
     """

@@ -2,7 +2,8 @@
 
 from amaranth.hdl import Cat, Module, Signal
 
-from hts.hdl.asr import AcceleratorStatus, flat_instance, instance_numbering
+from hts.hdl.asr import AcceleratorStatus
+from hts.hdl.interfaces import flat_instance, instance_numbering
 
 from .harness import Harness, PropertyGroup, free_inputs
 

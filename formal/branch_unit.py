@@ -4,7 +4,7 @@ from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Signal
 
 from hts.hdl.branch_unit import BranchUnit
-from hts.hdl.decode import BranchKind
+from hts.hdl.interfaces import BranchKind
 from hts.hdl.primitives import index_set
 
 from .harness import Harness, PropertyGroup, free_inputs

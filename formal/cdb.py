@@ -3,8 +3,8 @@
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data
 
-from hts.hdl.asr import instance_numbering
 from hts.hdl.cdb import CommonDataBus
+from hts.hdl.interfaces import instance_numbering
 from hts.hdl.primitives import popcount
 
 from .harness import Harness, PropertyGroup, elaborated_with, free_inputs, strict_total_order

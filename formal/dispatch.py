@@ -3,8 +3,9 @@
 from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Mux, Signal
 
-from hts.hdl.asr import AcceleratorStatus, flat_instance
+from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.dispatch import DispatchArbiter
+from hts.hdl.interfaces import flat_instance
 from hts.hdl.primitives import popcount
 
 from .harness import Harness, PropertyGroup, free_inputs, strict_total_order

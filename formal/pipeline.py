@@ -7,11 +7,12 @@ from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Signal
 from amaranth.lib import wiring
 
-from hts.hdl.accelerator import AcceleratorShell, core_signature
-from hts.hdl.asr import AcceleratorStatus, instance_numbering
+from hts.hdl.accelerator import AcceleratorShell
+from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.hts import connect_completion, connect_issue_and_dispatch
+from hts.hdl.interfaces import core_signature, instance_numbering
 from hts.hdl.primitives import index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
 from hts.hdl.window import DispatchWindow

@@ -6,11 +6,11 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.hdl._ir import Fragment
 
 from hts.config import SystemConfig
-from hts.hdl.copy_back import CopyBackEngine, _beats_per_block, _largest_copy_beats
+from hts.hdl.copy_back import CopyBackEngine
 from hts.hdl.hts import copy_wanted, ends, holds
-from hts.hdl.layouts import overlaps, region_end
+from hts.hdl.interfaces import beats_per_block, largest_copy_beats
 from hts.hdl.memory_tracker import MemoryTracker
-from hts.hdl.primitives import index_set, popcount
+from hts.hdl.primitives import index_set, overlaps, popcount, region_end
 from hts.hdl.tlb import TaskLookupBuffer
 
 from .harness import Harness, PropertyGroup, elaborated_with, free_inputs, registers, strict_total_order
@@ -21,7 +21,7 @@ __all__ = ["RetireHarness", "largest_copy", "retire_bound"]
 def largest_copy(config: SystemConfig) -> int:
     """Beats of the largest copy: a home of the most blocks an entry's size field holds,
     but no more than home memory (``tlb_homes_in_home_memory``)."""
-    return min(_largest_copy_beats(config), config.memory.blocks * _beats_per_block(config))
+    return min(largest_copy_beats(config), config.memory.blocks * beats_per_block(config))
 
 
 def retire_bound(config: SystemConfig) -> int:
@@ -61,7 +61,7 @@ class RetireHarness(Harness):
     # first cycle watched and the one after, so that a drained process allocating again
     # fails as a counterexample from reset. The covers need an allocation, its producer's
     # broadcast and two copies of one block.
-    GROUPS = (PropertyGroup("bound", "prove", 5, cover_depth=lambda config: 8 + 2 * _beats_per_block(config)),)
+    GROUPS = (PropertyGroup("bound", "prove", 5, cover_depth=lambda config: 8 + 2 * beats_per_block(config)),)
     ASSUMPTIONS = ("drained_stays", "drained_process_allocates_nothing", "alloc_needs_free_tag",
                    "release_only_in_flight", "tlb_alloc_only_with_room", "tlb_entry_with_its_producer",
                    "tlb_homes_in_home_memory")

@@ -5,84 +5,25 @@ task on a valid/ready stream, reads back the busy and done status, grants the do
 the CDB (the instance is free from the next cycle), aborts a squashed task, gates the
 power and retargets the output of a resolved speculative task (docs/microarchitecture.md,
 "Retarget"). The core inside computes; it fetches and writes its data through its own
-memory master port (its DMA engine, :func:`dma_signature`), and writes its output back
-over the last cycles of its run, reading the output base only from then on.
+memory master port (its DMA engine, :func:`hts.hdl.interfaces.dma_signature`), and
+writes its output back over the last cycles of its run, reading the output base only
+from then on.
 
 :class:`LatencyCore` is the timing stand-in of the cycle model (``TableLatency`` of
 ``hts.models.timing``): it takes exactly its class's configured latency and moves no data.
 """
 
 from amaranth.hdl import Module, Mux, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import REGISTER_BITS
 
-from .layouts import record_register, task_layout
+from .interfaces import core_signature, dma_signature, retarget_layout, task_layout
 from .mutation import mutable
+from .primitives import record_register
 
-__all__ = ["AcceleratorShell", "LatencyCore", "core_signature", "dma_signature", "retarget_layout", "word_address_width"]
-
-# A memory word is as wide as a register (np.int32 words in hts.models.memory).
-WORD_BITS = REGISTER_BITS
-
-
-def word_address_width(config: SystemConfig) -> int:
-    """Bits of a word address over home memory and the TM above it."""
-    return config.widths.phys_block + (config.memory.block_words.bit_length() - 1)
-
-
-def dma_signature(config: SystemConfig) -> wiring.Signature:
-    """A core's memory master port (its DMA engine), as seen from the core.
-
-    One beat moves ``hts.copyback_words_per_cycle`` consecutive words, the same port width
-    as the copy-back engine; lane ``k`` of ``wdata``/``rdata`` is the word at ``addr + k``.
-
-    - Request: ``addr`` (word address; TM words sit above home memory), ``read`` or
-      ``write`` (never both; both low: no request), ``wdata`` (with ``write``). The master
-      holds the request until the memory accepts it with ``ready`` high in the same cycle.
-    - Read response: ``rvalid`` with ``rdata``, one beat per accepted read, in request
-      order, at least one cycle after acceptance. The master always takes it.
-    """
-    beat = WORD_BITS * config.hts.copyback_words_per_cycle
-    return wiring.Signature({
-        "addr": Out(word_address_width(config)),
-        "read": Out(1),
-        "write": Out(1),
-        "wdata": Out(beat),
-        "ready": In(1),
-        "rdata": In(beat),
-        "rvalid": In(1),
-    })
-
-
-def core_signature(config: SystemConfig) -> wiring.Signature:
-    """What a core offers its shell, as seen from the core.
-
-    - ``start`` (in): a task is accepted this cycle; ``task`` carries it;
-    - ``task`` (in): the accepted task while ``start``, the shell's held task after it.
-      Its output base may change (retarget) until ``writeback`` rises, and not after;
-    - ``release`` (in): the task leaves (granted or aborted); the core is idle from the
-      next cycle;
-    - ``done`` (out): the task has finished (held until ``release``);
-    - ``writeback`` (out): the core is writing its output back, or has done so (held until
-      ``release``); it reads ``task.writes`` from its first cycle on;
-    - ``dma`` (out): the memory master port (:func:`dma_signature`).
-    """
-    return wiring.Signature({
-        "start": In(1),
-        "task": In(task_layout(config)),
-        "release": In(1),
-        "done": Out(1),
-        "writeback": Out(1),
-        "dma": Out(dma_signature(config)),
-    })
-
-
-def retarget_layout(config: SystemConfig) -> data.StructLayout:
-    """A retarget of one shell's task: its output goes to ``base`` instead (same size)."""
-    return data.StructLayout({"valid": 1, "base": config.widths.phys_block})
+__all__ = ["AcceleratorShell", "LatencyCore"]
 
 
 def writeback_cycles(config: SystemConfig, out_blocks):
@@ -100,8 +41,9 @@ class LatencyCore(wiring.Component):
     cycle model's ``Running.finishes`` is, and takes its CDB ticket then. Its write-back
     is the last ``writeback_cycles(out_blocks)`` cycles of the latency: ``writeback`` is
     high in every cycle *t'* with *t + latency − t'* ≤ that count, the complement of the
-    model's "retargetable while running" test. Ports: :func:`core_signature`. It moves no
-    data: its DMA port never requests.
+    model's "retargetable while running" test. Ports:
+    :func:`~hts.hdl.interfaces.core_signature`. It moves no data: its DMA port never
+    requests.
     """
 
     def __init__(self, config: SystemConfig, class_index: int):
@@ -167,7 +109,7 @@ class AcceleratorShell(wiring.Component):
       this model reduces to refusing tasks (``ready`` low). A busy core is not stopped:
       the cycle model has no power management, so the manager gates idle instances only;
     - ``dma`` (out, to the memory interconnect): the core's master port
-      (:func:`dma_signature`), passed through.
+      (:func:`~hts.hdl.interfaces.dma_signature`), passed through.
 
     Updates of the held task (land at the clock edge, and apply as well to a task
     accepted in the same cycle, as the model's end-of-cycle effects apply to a task
@@ -183,7 +125,8 @@ class AcceleratorShell(wiring.Component):
       written, its output; the output base is frozen from here on;
     - ``retarget_refused`` (out): this cycle's retarget is ignored.
 
-    The core (:func:`core_signature`, e.g. a :class:`LatencyCore`) is a submodule.
+    The core (:func:`~hts.hdl.interfaces.core_signature`, e.g. a :class:`LatencyCore`) is
+    a submodule.
     """
 
     def __init__(self, config: SystemConfig, core: wiring.Component):
@@ -227,7 +170,7 @@ class AcceleratorShell(wiring.Component):
         m.d.comb += held.mask.eq(core.task.mask & ~self.confirm)
         with m.If(self.retarget.valid & retargetable):
             m.d.comb += held.writes.base.eq(self.retarget.base)
-        # The held task means something only while ``busy``: no reset (hdl/layouts.py).
+        # The held task means something only while ``busy``: no reset (record_register, hdl/primitives.py).
         m.d.sync += record_register(m, self.current, "held_task").eq(held)
 
         with m.If(accepting):

@@ -7,9 +7,10 @@ CDB or it is aborted; both land at the end of the cycle, so an instance freed in
 instance's accelerator shell (``hts.hdl.accelerator``), not here.
 
 Instances are numbered flat, class-major: the ``count`` instances of class 0 first, then
-those of class 1, and so on (:func:`flat_instance`). Every per-instance bit vector of the
-design (``release`` here, ``finished``/``abort``/``grant`` of the CDB) uses this order, so
-ordering flat indices is ordering by (class, instance), as the CDB's tickets need.
+those of class 1, and so on (:func:`hts.hdl.interfaces.flat_instance`). Every
+per-instance bit vector of the design (``release`` here, ``finished``/``abort``/``grant``
+of the CDB) uses this order, so ordering flat indices is ordering by (class, instance),
+as the CDB's tickets need.
 """
 
 from amaranth.hdl import Cat, Module
@@ -18,26 +19,11 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
+from .interfaces import flat_instance, instance_numbering, occupy_layout
 from .mutation import mutable
 from .primitives import lowest_set
 
-__all__ = ["AcceleratorStatus", "flat_instance", "instance_numbering", "occupy_layout"]
-
-
-def instance_numbering(config: SystemConfig) -> list[tuple[int, int]]:
-    """(class, instance) of every flat instance index, in flat order."""
-    return [(class_index, instance) for class_index, acc in enumerate(config.accelerators)
-            for instance in range(acc.count)]
-
-
-def flat_instance(config: SystemConfig, class_index: int, instance: int) -> int:
-    """The flat index of ``instance`` of class ``class_index`` (class-major)."""
-    return sum(acc.count for acc in config.accelerators[:class_index]) + instance
-
-
-def occupy_layout(config: SystemConfig) -> data.StructLayout:
-    """One class's dispatch into the ASR: whether it dispatches, and to which instance."""
-    return data.StructLayout({"valid": 1, "instance": config.widths.instance})
+__all__ = ["AcceleratorStatus"]
 
 
 class AcceleratorStatus(wiring.Component):

@@ -6,13 +6,12 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .accelerator import LatencyCore, dma_signature
-from .asr import instance_numbering
+from .accelerator import LatencyCore
 from .axi_lite import axi_lite_signature
 from .control import ADDR_BITS, AxiLiteControl
-from .hts import HTS, branch_read_signature
+from .hts import HTS
+from .interfaces import branch_read_signature, dma_signature, instance_numbering, trace_layout
 from .primitives import popcount
-from .trace import trace_layout
 
 __all__ = ["AxiHTS"]
 

@@ -54,7 +54,7 @@ points*).
 
 Ports. From decode (lands at the edge):
 
-- ``alloc`` (in, ``hts.hdl.decode.branch_layout``): an ``if`` decoded this cycle, with
+- ``alloc`` (in, ``hts.hdl.interfaces.branch_layout``): an ``if`` decoded this cycle, with
   its captured operands, physical block, target (saturated at ``program_words``),
   speculation ID and mask. Its block is ignored for RR (the model keeps 0 there), and is
   the TLB's translation with this cycle's retarget already applied (``hts.hdl.tlb``'s
@@ -92,7 +92,7 @@ edge, its record stays until its ID is free again, for the trace):
 
 - ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted last cycle; their
   tasks are killed at once. This unit removes the process's younger branches (the edge);
-- ``restore`` (out, per process, ``hts.hdl.decode.restore_layout``): GPRs and loop
+- ``restore`` (out, per process, ``hts.hdl.interfaces.restore_layout``): GPRs and loop
   stack come back from checkpoint ``slot``, the mask becomes the branch's ``mask``, and
   the process does not decode in this cycle (the model's ``resume_at``);
 - ``freed_ids`` (out, to decode's pool): IDs free again after the edge: confirmed,
@@ -122,11 +122,9 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS, Cond
 
-from .decode import BranchKind, branch_layout, restore_layout
-from .layouts import record_register, region_layout
+from .interfaces import BranchKind, branch_layout, fetch_pc_width, region_layout, restore_layout
 from .mutation import mutable
-from .primitives import encode, select, wire
-from .task_queue import fetch_pc_width
+from .primitives import encode, record_register, select, wire
 
 __all__ = ["BranchUnit", "slot_layout"]
 
@@ -333,7 +331,8 @@ class BranchUnit(wiring.Component):
 
     def _update_slots(self, m: Module, killed, allocated, arrival):
         """Next state of every slot, its memory read, and whether TM is still read."""
-        # A slot's record means something only while its valid bit is set: no reset (hdl/layouts.py).
+        # A slot's record means something only while its valid bit is set: no reset
+        # (record_register, hdl/primitives.py).
         records = record_register(m, self.entries, "slot_records")
         found = wire(m, self.writers & ~self.broadcast, "found_writers")
         for slot, entry in enumerate(self.entries):

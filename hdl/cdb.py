@@ -18,7 +18,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .asr import instance_numbering
+from .interfaces import instance_numbering
 from .mutation import mutable
 from .primitives import popcount
 
@@ -70,7 +70,7 @@ class CommonDataBus(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = self._count
-        # A row is read only while its ticket is pending: no reset (hdl/layouts.py).
+        # A row is read only while its ticket is pending: no reset (record_register, hdl/primitives.py).
         ahead_of = Signal(data.ArrayLayout(count, count), reset_less=True)
         taking = self.finished & ~self.pending
         holding = self.pending | taking

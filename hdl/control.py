@@ -15,10 +15,8 @@ from amaranth.utils import bits_for
 from hts.config import SystemConfig
 from hts.isa import INSTRUCTION_BITS
 
-from .asr import instance_numbering
 from .axi_lite import DATA_BITS, AxiLiteSubordinate, axi_lite_signature
-from .hts import cpu_signature
-from .task_queue import fetch_pc_width
+from .interfaces import cpu_signature, fetch_pc_width, instance_numbering
 
 __all__ = ["Register", "REGISTERS", "ADDR_BITS", "IDENTIFIER", "FAULT_IRQ_SHIFT", "AxiLiteControl", "offset_of"]
 
@@ -82,7 +80,7 @@ class AxiLiteControl(wiring.Component):
     - ``bus`` (in, :func:`hts.hdl.axi_lite.axi_lite_signature`, from the SoC): the
       control port, :data:`ADDR_BITS` address bits, full-word accesses only (a write
       with a strobe other than ``0b1111`` gets ``SLVERR`` and changes nothing);
-    - ``cpu`` (out, :func:`hts.hdl.hts.cpu_signature`, to the scheduler): ``load``,
+    - ``cpu`` (out, :func:`hts.hdl.interfaces.cpu_signature`, to the scheduler): ``load``,
       ``length``, ``window`` and ``start`` are registered one-cycle pulses made by
       writes; ``running``, ``ended`` and ``fault`` feed the status registers;
     - ``completed`` (in, from the top level): tasks the CDB grants this cycle;

@@ -18,7 +18,7 @@ Each cycle, independently:
 
 Data movement: beat ``k`` of a copy reads ``copyback_words_per_cycle`` words of the TM
 copy on ``tm_port`` and writes them to the same offset of the home region on
-``home_port``. Both ports speak :func:`hts.hdl.accelerator.dma_signature`; there are two
+``home_port``. Both ports speak :func:`hts.hdl.interfaces.dma_signature`; there are two
 because that protocol moves one beat per cycle in one direction, and a copy reads and
 writes one beat per cycle. Beat 0 is read in the start cycle, and a read response is
 written home in the cycle it arrives, so with an **always-ready memory** (``ready``
@@ -49,37 +49,12 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.errors import ConfigError, Location
 
-from .accelerator import dma_signature, retarget_layout, word_address_width
-from .asr import instance_numbering
-from .layouts import region_layout
+from .interfaces import (beats_per_block, copyback_trace_layout, dma_signature, instance_numbering,
+                         largest_copy_beats, region_layout, retarget_layout, retarget_trace_layout, tlb_entry_layout,
+                         word_address_width)
 from .primitives import index_set
-from .tlb import tlb_entry_layout
 
-__all__ = ["CopyBackEngine", "copyback_trace_layout", "retarget_trace_layout", "shell_view_layout"]
-
-
-def _beats_per_block(config: SystemConfig) -> int:
-    """Beats of one block: a power of two, as ``copyback_words_per_cycle`` divides ``block_words``."""
-    return config.memory.block_words // config.hts.copyback_words_per_cycle
-
-
-def _largest_copy_beats(config: SystemConfig) -> int:
-    """Beats of the largest region an entry can map (its size field all ones)."""
-    return ((1 << config.widths.region_blocks) - 1) * _beats_per_block(config)
-
-
-def copyback_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """A ``copyback`` event: ``tm`` is the first TM block, ``cycles`` the copy's duration."""
-    widths = config.widths
-    return data.StructLayout({"valid": 1, "pid": widths.pid, "home": region_layout(config),
-                              "tm": widths.phys_block, "cycles": range(_largest_copy_beats(config) + 1)})
-
-
-def retarget_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """A ``retarget`` event: ``tag`` is the producer's, ``tm`` the first TM block."""
-    widths = config.widths
-    return data.StructLayout({"valid": 1, "pid": widths.pid, "tag": widths.tag, "home": region_layout(config),
-                              "tm": widths.phys_block})
+__all__ = ["CopyBackEngine", "shell_view_layout"]
 
 
 def shell_view_layout(config: SystemConfig) -> data.StructLayout:
@@ -139,7 +114,7 @@ class CopyBackEngine(wiring.Component):
       its retarget), and the new output ``base``. It is never refused: a held producer
       is retargetable only while its ``writeback_started`` is low.
 
-    Memory (out, :func:`hts.hdl.accelerator.dma_signature`): ``tm_port`` reads the TM
+    Memory (out, :func:`hts.hdl.interfaces.dma_signature`): ``tm_port`` reads the TM
     copy and never writes; ``home_port`` writes it home and never reads. At most
     ``read_ahead`` beats are read and not yet written (in flight or buffered); the
     default of 2 reads an always-ready memory every cycle.
@@ -226,7 +201,7 @@ class CopyBackEngine(wiring.Component):
         config = self._config
         per_beat = config.hts.copyback_words_per_cycle
         block_shift = config.memory.block_words.bit_length() - 1
-        beats_shape = range(_largest_copy_beats(config) + 1)
+        beats_shape = range(largest_copy_beats(config) + 1)
         address_shape = word_address_width(config)
         entry = self.copy_entry
 
@@ -244,7 +219,7 @@ class CopyBackEngine(wiring.Component):
         # never 0, as a TLB entry maps at least one block.
         cycles = Signal(beats_shape)
         m.d.comb += [
-            cycles.eq(entry.home.blocks << (_beats_per_block(config).bit_length() - 1)),
+            cycles.eq(entry.home.blocks << (beats_per_block(config).bit_length() - 1)),
             self.trace_copyback.valid.eq(starting),
             self.trace_copyback.pid.eq(entry.pid),
             self.trace_copyback.home.eq(entry.home),

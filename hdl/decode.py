@@ -12,44 +12,21 @@ The speculation-ID pool lives here too (decode is the only allocator).
 """
 
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal, Value
-from amaranth.lib import data, enum, wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, Cond, FaultCause, Instruction, Opcode
+from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, FaultCause, Instruction, Opcode
 
 from .gpr import COUNTER_PORT, GPRBank
-from .layouts import (decoded_signature, entry_of, fault_layout, region_layout, tracker_entry_layout, window_layout,
-                      window_request_layout)
-from .loop_stack import LoopStack, loop_frame_layout
+from .interfaces import (BranchKind, Stall, branch_layout, decoded_signature, fault_layout, fetch_pc_width,
+                         loop_frame_layout, region_layout, restore_layout, tlb_request_layout, tracker_entry_layout,
+                         window_request_layout)
+from .loop_stack import LoopStack
 from .mutation import mutable
-from .primitives import lowest_set, wire
-from .task_queue import fetch_pc_width
-from .tlb import tlb_request_layout
+from .primitives import entry_of, lowest_set, wire
 
-__all__ = ["Decode", "Stall", "BranchKind", "branch_layout", "head_layout", "upcoming_layout", "restore_layout"]
-
-
-class Stall(enum.Enum, shape=4):
-    """Why a process decoded nothing this cycle (the model's stall reasons)."""
-    NONE = 0
-    DONE = 1
-    BRANCH = 2
-    DRAIN = 3
-    FETCH = 4
-    DECODER_BUSY = 5
-    WINDOW_FULL = 6
-    TRACKER_FULL = 7
-    SPECULATIVE_FAULT = 8
-    TLB_CONFLICT = 9
-    TLB_FULL = 10
-    FAULT = 11          # a committed-path access leaves the process's window: the process stops
-
-
-class BranchKind(enum.Enum, shape=2):
-    RR = 0
-    MR = 1
-    BR = 2
+__all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout"]
 
 
 def head_layout(config: SystemConfig) -> data.StructLayout:
@@ -63,28 +40,10 @@ def upcoming_layout() -> data.StructLayout:
     return data.StructLayout({"behind_valid": 1, "behind": Instruction, "arriving": Instruction})
 
 
-def restore_layout(config: SystemConfig) -> data.StructLayout:
-    """A misprediction of one of the process's branches, from the branch unit."""
-    return data.StructLayout({"valid": 1, "slot": bits_for(config.hts.spec_ids), "mask": config.hts.spec_ids})
-
-
-def branch_layout(config: SystemConfig) -> data.StructLayout:
-    """An ``if`` handed to the branch unit, with everything captured at decode."""
-    hts, widths = config.hts, config.widths
-    return data.StructLayout({
-        "valid": 1,
-        "pid": widths.pid,
-        "pc": widths.pc,
-        "target": fetch_pc_width(config),      # saturated at program_words: past the end
-        "cond": Cond,
-        "kind": BranchKind,
-        "x": REGISTER_BITS,                     # RR: R[A]
-        "y": REGISTER_BITS,                     # R[B]
-        "block": widths.phys_block,             # MR/BR: physical block read
-        "speculated": 1,
-        "spec_id": bits_for(hts.spec_ids),
-        "mask": hts.spec_ids,                   # the IDs the branch is itself under
-    })
+def window_layout(config: SystemConfig) -> data.StructLayout:
+    """A process's window of home memory, blocks ``[base, end)``."""
+    width = config.widths.home_end
+    return data.StructLayout({"base": width, "end": width})
 
 
 class Decode(wiring.Component):
@@ -120,18 +79,19 @@ class Decode(wiring.Component):
       ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
       ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
       ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry`` (out);
-    - ``enqueue`` (out, :func:`hts.hdl.layouts.decoded_signature`, to the enqueue stage and
-      the trace's ``decode`` event): the task decoded, tag and tracker entry included;
+    - ``enqueue`` (out, :func:`hts.hdl.interfaces.decoded_signature`, to the enqueue stage
+      and the trace's ``decode`` event): the task decoded, tag and tracker entry included;
     - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
     - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
-    - ``fault`` (out, :func:`hts.hdl.layouts.fault_layout`, combinational): a process
+    - ``fault`` (out, :func:`hts.hdl.interfaces.fault_layout`, combinational): a process
       stops at the instruction at its head, on its committed path, because it touches
       memory outside its window (a task's region or a memory branch's block) or cannot
       execute at all (``FaultCause.ILLEGAL``, see ``_illegal``). It decodes
       nothing more and counts as drained. On a wrong path the same access stalls
       (``Stall.SPECULATIVE_FAULT``) until its branches resolve.
-    - ``set_window`` (in, from the CPU port, :func:`hts.hdl.layouts.window_request_layout`):
-      a process's window, registered; reset: all of home memory.
+    - ``set_window`` (in, from the CPU port,
+      :func:`hts.hdl.interfaces.window_request_layout`): a process's window, registered;
+      reset: all of home memory.
     - ``tlb_pid`` (out, to the TLB): the process decoding, whose speculative copies alone
       its look-ups may use.
 

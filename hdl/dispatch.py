@@ -14,7 +14,7 @@ offers carry distinct tags of tasks in flight, whose ages the matrix orders tota
 Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
 offer's record and the tracker entry of its tag, which together are the whole task the
 shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole task kept
-in every station entry (hdl/layouts.py).
+in every station entry (hdl/interfaces.py).
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -23,17 +23,12 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .asr import instance_numbering, occupy_layout
-from .layouts import entry_at, entry_of, queued_task_layout, task_layout, tracker_entry_layout, whole_task
+from .interfaces import (dispatch_trace_layout, instance_numbering, occupy_layout, queued_task_layout, task_layout,
+                         tracker_entry_layout)
 from .mutation import mutable
-from .primitives import index_set, oldest, popcount, select, youngest
+from .primitives import entry_at, entry_of, index_set, oldest, popcount, select, whole_task, youngest
 
-__all__ = ["DispatchArbiter", "dispatch_trace_layout"]
-
-
-def dispatch_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """One ``dispatch`` event: the task (its class is ``task.accel_class``) and its instance."""
-    return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": task_layout(config)})
+__all__ = ["DispatchArbiter"]
 
 
 class DispatchArbiter(wiring.Component):

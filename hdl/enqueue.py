@@ -14,9 +14,9 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import decoded_signature, queued_task_layout, region_layout, retargeted_ranges, task_layout, whole_task
+from .interfaces import decoded_signature, queued_task_layout, region_layout, task_layout
 from .mutation import mutable
-from .primitives import index_set
+from .primitives import index_set, retargeted_ranges, whole_task
 
 __all__ = ["Enqueue"]
 
@@ -24,7 +24,7 @@ __all__ = ["Enqueue"]
 class Enqueue(wiring.Component):
     """One task, held for exactly one cycle between decode and the window.
 
-    - ``decoded`` (in, :func:`hts.hdl.layouts.decoded_signature`, from decode): the task
+    - ``decoded`` (in, :func:`hts.hdl.interfaces.decoded_signature`, from decode): the task
       decoded this cycle, registered at the edge with this cycle's confirm and retarget
       applied, as the model applies them to every queued task;
     - ``occupied`` (out, registered, to the top level): a task is held; decode needs a

@@ -13,8 +13,8 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
-from .layouts import entry_of
 from .mutation import mutable
+from .primitives import entry_of
 
 __all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
 
@@ -80,7 +80,7 @@ class GPRBank(wiring.Component):
             Assert(~(self.restore_en & self.write_en), "GPR restore together with a write"),
         ]
         # A snapshot is read only by the restore of the checkpoint that wrote it: no reset
-        # (hdl/layouts.py), neither at rst nor at a process start.
+        # (record_register, hdl/primitives.py), neither at rst nor at a process start.
         snapshots = Signal(data.ArrayLayout(self._bank, self._slots), reset_less=True)
         with m.If(self.checkpoint_en):
             m.d.sync += snapshots[self.checkpoint_slot].eq(self.values)

@@ -4,8 +4,9 @@ A Vitis HLS kernel built with ``#pragma HLS INTERFACE ap_ctrl_hs port=return`` i
 by ``ap_start`` and reports ``ap_done``/``ap_idle``/``ap_ready``; its scalar arguments
 are plain ``ap_none`` input ports. :func:`ap_ctrl_hs_signature` is that kernel interface
 with the arguments a task gives: its input and output regions as word addresses and word
-counts, its metadata, and a memory master (the shell's :func:`dma_signature`).
-:class:`ApCtrlCore` adapts such a kernel to :func:`core_signature`, so that it sits in an
+counts, its metadata, and a memory master (the shell's
+:func:`~hts.hdl.interfaces.dma_signature`). :class:`ApCtrlCore` adapts such a kernel to
+:func:`~hts.hdl.interfaces.core_signature`, so that it sits in an
 :class:`~hts.hdl.accelerator.AcceleratorShell` like any core, and :class:`VectorAddKernel`
 is a kernel behind that handshake computing ``hts.models.dsp.vector_add`` bit for bit.
 docs/hardware.md ("HLS kernels") maps a C signature onto the ports.
@@ -19,8 +20,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig
 from hts.models.dsp import DEFAULT_LEN, INT32_MAX, INT32_MIN, LEN, SCALE
 
-from .accelerator import WORD_BITS, core_signature, dma_signature, word_address_width
-from .layouts import task_layout
+from .interfaces import WORD_BITS, core_signature, dma_signature, task_layout, word_address_width
 
 __all__ = ["ap_ctrl_hs_signature", "ApCtrlCore", "VectorAddKernel", "vector_add_core"]
 
@@ -56,7 +56,7 @@ def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
     and a word count; ``out_addr`` and ``out_words``, the output region; ``meta``, the
     task's metadata field.
 
-    ``mem`` (out): the kernel's memory master, :func:`~hts.hdl.accelerator.dma_signature`.
+    ``mem`` (out): the kernel's memory master, :func:`~hts.hdl.interfaces.dma_signature`.
     """
     address, words = word_address_width(config), words_width(config)
     return wiring.Signature({
@@ -75,9 +75,10 @@ def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
 
 
 class ApCtrlCore(wiring.Component):
-    """A core (:func:`~hts.hdl.accelerator.core_signature`) running an ``ap_ctrl_hs`` kernel.
+    """A core (:func:`~hts.hdl.interfaces.core_signature`) running an ``ap_ctrl_hs`` kernel.
 
-    Ports (all of :func:`core_signature`; driven by the shell unless marked out):
+    Ports (all of :func:`~hts.hdl.interfaces.core_signature`; driven by the shell unless
+    marked out):
 
     - ``start`` (in): drives the kernel's ``ap_start`` combinationally in the start
       cycle; ``ap_start`` stays high (registered ``launched`` low) until ``ap_ready``;

@@ -27,76 +27,26 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
-from hts.isa import REGISTER_BITS, Instruction
 
-from .accelerator import AcceleratorShell, LatencyCore, dma_signature
-from .asr import AcceleratorStatus, instance_numbering
+from .accelerator import AcceleratorShell, LatencyCore
+from .asr import AcceleratorStatus
 from .branch_unit import BranchUnit
 from .cdb import CommonDataBus
 from .copy_back import CopyBackEngine
-from .decode import Decode, Stall
+from .decode import Decode
 from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
-from .layouts import entry_of, fault_layout, overlaps, window_request_layout
+from .interfaces import (Stall, branch_read_signature, cpu_signature, dma_signature, fetch_pc_width, instance_numbering,
+                         trace_layout)
 from .memory_tracker import MemoryTracker
 from .mutation import mutable
-from .primitives import index_set
+from .primitives import entry_of, index_set, overlaps
 from .reservation_station import ReservationStation
-from .task_queue import TaskQueue, fetch_pc_width
+from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
-from .trace import trace_layout
 from .window import DispatchWindow
 
-__all__ = ["HTS", "cpu_signature", "branch_read_signature", "connect_completion", "connect_issue_and_dispatch",
-           "holds", "ends", "copy_wanted"]
-
-
-def cpu_signature(config: SystemConfig) -> wiring.Signature:
-    """The CPU's port into the scheduler, as seen from the CPU.
-
-    - ``load`` (out): ``valid``, ``pid``, ``addr``, ``word``: write one program word of a
-      process that is not running;
-    - ``length`` (out): ``valid``, ``pid``, ``words``: the program's length (fetch stops
-      there), set before the start;
-    - ``start`` (out): one bit per process; those set start together. The cycle after
-      the start is the model's cycle 0 for them: fetch begins at word 0, and GPRs, loop
-      stack and speculation state start from reset;
-    - ``running`` (in): per process, started and not yet ended;
-    - ``ended`` (in): per process, a one-cycle pulse when it ends: every task done and
-      every speculative result home (the paper's notification bus; the model's ``end``);
-    - ``window`` (out, :func:`hts.hdl.layouts.window_request_layout`): ``valid``, ``pid``,
-      ``base``, ``blocks``: the home blocks the process may touch, set before its start
-      (reset: all of home memory);
-    - ``fault`` (in, :func:`hts.hdl.layouts.fault_layout`): ``valid``, ``pid``, ``pc``,
-      ``cause``, for one cycle: the process stopped at that instruction of its committed
-      path, which touches memory outside its window or cannot execute (``ILLEGAL``). Its
-      older tasks finish, then it ends as if drained (the model reports the fault as an error at the source line).
-    """
-    hts, widths = config.hts, config.widths
-    return wiring.Signature({
-        "load": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "addr": widths.pc, "word": Instruction})),
-        "length": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "words": fetch_pc_width(config)})),
-        "start": Out(hts.processes),
-        "running": In(hts.processes),
-        "ended": In(hts.processes),
-        "window": Out(window_request_layout(config)),
-        "fault": In(fault_layout(config)),
-    })
-
-
-def branch_read_signature(config: SystemConfig) -> wiring.Signature:
-    """Memory branches' reads, one lane per branch-unit slot, as seen from the scheduler.
-
-    ``valid[i]`` with ``block[i]`` (out) asks for the first word of a (physical) block;
-    the memory answers on ``data[i]`` (in) exactly ``timing.memory_latency`` cycles later,
-    with the word as it stands in that cycle (``hts.hdl.branch_unit``, *Memory reads*).
-    """
-    slots = config.hts.spec_ids + config.hts.processes
-    return wiring.Signature({
-        "valid": Out(slots),
-        "block": Out(data.ArrayLayout(config.widths.phys_block, slots)),
-        "data": In(data.ArrayLayout(REGISTER_BITS, slots)),
-    })
+__all__ = ["HTS", "connect_completion", "connect_issue_and_dispatch", "holds", "ends", "copy_wanted"]
 
 
 def holds(block, pid: int) -> Value:
@@ -167,14 +117,16 @@ class HTS(wiring.Component):
 
     Ports:
 
-    - ``cpu`` (in, :func:`cpu_signature`): program load, start, end notification, fault;
-    - ``branch_read`` (out, :func:`branch_read_signature`): the branch unit's memory reads;
-    - ``copyback_tm``, ``copyback_home`` (out, :func:`hts.hdl.accelerator.dma_signature`):
+    - ``cpu`` (in, :func:`~hts.hdl.interfaces.cpu_signature`): program load, start, end
+      notification, fault;
+    - ``branch_read`` (out, :func:`~hts.hdl.interfaces.branch_read_signature`): the branch
+      unit's memory reads;
+    - ``copyback_tm``, ``copyback_home`` (out, :func:`~hts.hdl.interfaces.dma_signature`):
       the copy-back engine's reads of TM and writes home (``hts.hdl.copy_back``);
-    - ``accel_dma`` (out, one :func:`~hts.hdl.accelerator.dma_signature` per flat
+    - ``accel_dma`` (out, one :func:`~hts.hdl.interfaces.dma_signature` per flat
       instance): each accelerator core's memory master port;
-    - ``events`` (out, :func:`hts.hdl.trace.trace_layout`): this cycle's events, the trace
-      port (not named ``trace``: Verilator gives its models a ``trace`` method).
+    - ``events`` (out, :func:`~hts.hdl.interfaces.trace_layout`): this cycle's events, the
+      trace port (not named ``trace``: Verilator gives its models a ``trace`` method).
 
     ``core`` builds the core of each instance from ``(config, class_index)``; the
     default, :class:`hts.hdl.accelerator.LatencyCore`, takes the configured latency.

@@ -12,22 +12,11 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import FIELDS
 
+from .interfaces import loop_frame_layout
 from .mutation import mutable
 
-__all__ = ["LoopStack", "loop_frame_layout"]
-
-
-def loop_frame_layout(config: SystemConfig) -> data.StructLayout:
-    """One open loop (``hts.models.loop_stack.LoopFrame``).
-
-    ``remaining`` counts iterations still to start after the current one; it starts at
-    ``lbeg``'s A - 1, and A is an immediate, so it needs the width of the A field.
-    """
-    trip_count = next(width for name, _, width in FIELDS if name == "a")
-    widths = config.widths
-    return data.StructLayout({"body_start": widths.pc, "counter": widths.gpr_index, "remaining": trip_count})
+__all__ = ["LoopStack"]
 
 
 class LoopStack(wiring.Component):
@@ -79,7 +68,7 @@ class LoopStack(wiring.Component):
         m = Module()
         capacity = self._capacity
         # Frames below the depth and snapshots of no live checkpoint are never read: no
-        # reset (hdl/layouts.py), neither at rst nor at a process start.
+        # reset (record_register, hdl/primitives.py), neither at rst nor at a process start.
         frames = Signal(data.ArrayLayout(self._frame, capacity), reset_less=True)   # frames[0] is the top
         m.d.comb += [self.top.eq(frames[0]), self.empty.eq(self.depth == 0)]
 

@@ -25,9 +25,9 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, record_register, region_layout, retargeted_ranges, tracker_entry_layout
+from .interfaces import region_layout, tracker_entry_layout
 from .mutation import mutable
-from .primitives import index_set, lowest_set, update_age_matrix
+from .primitives import index_set, lowest_set, overlaps, record_register, retargeted_ranges, update_age_matrix
 
 __all__ = ["MemoryTracker"]
 
@@ -133,7 +133,8 @@ class MemoryTracker(wiring.Component):
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
 
-        # Entries, ages and ``touches`` mean something only for valid tags: no reset (hdl/layouts.py).
+        # Entries, ages and ``touches`` mean something only for valid tags: no reset
+        # (record_register, hdl/primitives.py).
         entries = record_register(m, self.entries, "entry_records")
         older = record_register(m, self.older, "older_records")
         allocated, writing = Signal(count), Signal(count)

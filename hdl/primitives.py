@@ -1,5 +1,10 @@
-"""Hardware idioms the RTL blocks share, each written once and tested once
-(tests/hdl/test_primitives.py).
+"""Hardware idioms the RTL blocks share, each written once.
+
+The generic ones (select, encoders, tag sets, counts, age matrices) are tested once, in
+tests/hdl/test_primitives.py. The rest work on values of the layouts of
+``hts.hdl.interfaces`` (look-up by tag, region overlap, retarget, whole task) or keep a
+record without reset (:func:`record_register`); the tests of the blocks using them
+cover them.
 
 A set of bits is a ``Value`` or a list of 1-bit values. An age matrix ``older`` has one
 row per slot: ``older[i]`` bit ``j`` is set when slot ``j`` is older than slot ``i``
@@ -12,9 +17,13 @@ import operator
 from functools import reduce
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.lib import data
+
+from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
-           "update_age_matrix"]
+           "update_age_matrix", "entry_of", "entry_at", "record_register", "region_end", "overlaps",
+           "retargeted_ranges", "whole_task"]
 
 
 def wire(m: Module, value, name: str) -> Signal:
@@ -90,3 +99,80 @@ def update_age_matrix(m: Module, older, arriving, rows):
             m.d.sync += older[slot].eq(row)
         with m.Else():
             m.d.sync += older[slot].eq(older[slot] & ~arriving)
+
+
+def entry_of(entries, tag):
+    """``entries[tag]`` (an array view indexed by a signal) as an AND-OR multiplexer on the
+    decoded index: a view of the element layout, or a plain value for plain elements.
+
+    Indexing the view directly shifts the whole array by ``tag`` times the element
+    width, which Yosys builds as a log-shifter over every bit of every element: the
+    dispatch arbiter's look-up in the default's 16 tracker entries took 3,567 LUT4s that
+    way and takes 667 as an AND-OR."""
+    return entry_at(entries, [tag == index for index in range(len(entries))])
+
+
+def entry_at(entries, one_hot):
+    """The element of ``entries`` whose bit is set in ``one_hot`` (an AND-OR), as
+    :func:`entry_of` gives it."""
+    selected = select(one_hot, entries)
+    element = entries.shape().elem_shape
+    return element(selected) if isinstance(element, data.Layout) else selected
+
+
+def record_register(m: Module, port, name: str) -> Signal:
+    """A register without reset driving the output ``port``, for state that a valid bit
+    guards; the block assigns it in ``sync`` instead of the port.
+
+    Which registers have a reset. Only control state does: valid bits, pointers, counters,
+    allocation masks. Task records, TLB and tracker entries, age and overlap matrices,
+    snapshots, queue words and the CDB's ticket order mean something only while a valid bit
+    (or a depth, or a head/tail pair) says so, and are written before that bit is set, so
+    they carry no reset, as FPGA practice has it: on the default the reset net then reaches
+    some 1,500 of the 12,800 flip-flops rather than nearly all of them, and the flip-flops
+    without it pack with any neighbour. ``tests/hdl/test_rtl_hts.py`` resets the scheduler
+    in the middle of runs and checks that the run after the reset matches the model, cycle
+    for cycle.
+    """
+    register = Signal(port.shape(), name=name, reset_less=True)
+    m.d.comb += port.eq(register)
+    return register
+
+
+def region_end(region) -> Value:
+    """The block after ``region``, one bit wider than its base so that a region reaching
+    the top of the physical space does not wrap."""
+    return region.base + region.blocks
+
+
+def overlaps(a, b, *, a_end=None, b_end=None) -> Value:
+    """Whether two regions share a block: two range comparators and two non-empty checks.
+
+    An end held in a register (``a_end``, ``b_end``) saves the adder in front of its
+    comparator.
+    """
+    a_end = region_end(a) if a_end is None else a_end
+    b_end = region_end(b) if b_end is None else b_end
+    before = mutable("overlap_touching_ends", operator.lt, operator.le)
+    return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base, a_end)
+
+
+def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
+    """``task``'s reads and writes after this cycle's retarget, and whether one changed.
+
+    ``retarget`` has the copy-back engine's ``retarget``, ``retarget_tm``,
+    ``retarget_home`` and ``retarget_producer``. The producer (by ``tag``) writes home
+    from now on, and a reader whose range is exactly the TM copy reads home
+    (``_apply_retarget`` of ``models/hts.py``, which matches writes on the TM region:
+    while the TLB entry lives, only its producer writes it).
+    """
+    reads = mutable("retarget_skips_readers", retarget.retarget & (task.reads == retarget.retarget_tm), 0)
+    writes = retarget.retarget & (retarget.retarget_producer == tag)
+    return (Mux(reads, retarget.retarget_home, task.reads), Mux(writes, retarget.retarget_home, task.writes),
+            reads | writes)
+
+
+def whole_task(task, *parts) -> list:
+    """Assignments making the ``task_layout`` value ``task`` of ``parts`` whose fields make
+    it up: a queued task and its tag's tracker entry, or a decoded task and its waits."""
+    return [getattr(task, name).eq(getattr(part, name)) for part in parts for name, _ in part.shape()]

@@ -12,7 +12,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import queued_task_layout
+from .interfaces import queued_task_layout
 from .mutation import mutable
 from .primitives import oldest, select, youngest
 from .window import AgeQueue

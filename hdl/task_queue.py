@@ -15,18 +15,10 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import Instruction
 
-from .layouts import entry_of
+from .interfaces import fetch_pc_width
+from .primitives import entry_of
 
-__all__ = ["TaskQueue", "fetch_pc_width", "queue_entry_layout"]
-
-
-def fetch_pc_width(config: SystemConfig) -> int:
-    """Bits of the fetch PC and the program length, which both reach ``program_words``.
-
-    ``config.widths.pc`` addresses a word; one more value is needed for "past the last
-    word", where a finished program's fetch PC rests.
-    """
-    return bits_for(config.hts.program_words + 1)
+__all__ = ["TaskQueue", "queue_entry_layout"]
 
 
 def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
@@ -117,7 +109,7 @@ class TaskQueue(wiring.Component):
         # A ring of registers, and a copy of the head entry in a register of its own, so that
         # decode starts from a flip-flop rather than from a multiplexer over the ring (or
         # the block RAM's output). Meaningful only between head and tail: no reset
-        # (hdl/layouts.py).
+        # (record_register, hdl/primitives.py).
         entries = Signal(data.ArrayLayout(self._entry, depth), reset_less=True)
         head_entry = Signal(self._entry, reset_less=True)
         head = Signal(bits_for(depth))

@@ -19,29 +19,12 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .layouts import overlaps, record_register, region_end, region_layout
+from .interfaces import region_layout, tlb_entry_layout, tlb_request_layout
 from .mutation import mutable
-from .primitives import encode, index_set, lowest_set, oldest, select, update_age_matrix, wire, youngest
+from .primitives import (encode, index_set, lowest_set, oldest, overlaps, record_register, region_end, select,
+                         update_age_matrix, wire, youngest)
 
-__all__ = ["TaskLookupBuffer", "tlb_entry_layout", "tlb_request_layout"]
-
-
-def tlb_entry_layout(config: SystemConfig) -> data.StructLayout:
-    widths = config.widths
-    return data.StructLayout({
-        "pid": widths.pid,
-        "home": region_layout(config),
-        "tm_base": widths.phys_block,
-        "mask": config.hts.spec_ids,       # unresolved speculation IDs of the producer
-        "producer": widths.tag,            # producer's tag, meaningful while not producer_done
-        "producer_done": 1,
-    })
-
-
-def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
-    """What decode supplies for a new entry; the TLB adds its TM base, not yet produced."""
-    return data.StructLayout({"pid": config.widths.pid, "home": region_layout(config),
-                              "mask": config.hts.spec_ids, "producer": config.widths.tag})
+__all__ = ["TaskLookupBuffer"]
 
 
 class TaskLookupBuffer(wiring.Component):
@@ -144,7 +127,7 @@ class TaskLookupBuffer(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
         })
-        # Meaningful only where ``valid`` is set: no reset (hdl/layouts.py).
+        # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
         self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)

@@ -1,11 +1,11 @@
-"""The trace port of the ``HTS`` top level, and its reading as the model's events.
+"""The trace port of the ``HTS`` top level read as the model's events.
 
 The cycle model writes one event per scheduling step (``hts.models.trace``; the events
 and their fields are listed in docs/microarchitecture.md, "Trace"). The RTL shows, every
-cycle, the signals those events are made of on one output port, :func:`trace_layout`;
-:class:`TraceReader` turns one cycle's value of that port into the same event records.
-The Amaranth-simulator tests and the co-simulation both read it, so an RTL trace and a
-model trace compare as plain lists.
+cycle, the signals those events are made of on one output port
+(:func:`hts.hdl.interfaces.trace_layout`); :class:`TraceReader` turns one cycle's value
+of that port into the same event records. The Amaranth-simulator tests and the
+co-simulation both read it, so an RTL trace and a model trace compare as plain lists.
 
 Within a cycle the model's event order follows its Python loops (the abort events of a
 squash, for instance, in the order its lists hold the running tasks), which hardware
@@ -20,69 +20,13 @@ from amaranth.lib import data
 
 from hts.config import SystemConfig
 
-from .asr import instance_numbering
-from .copy_back import copyback_trace_layout, retarget_trace_layout
-from .decode import BranchKind
-from .dispatch import dispatch_trace_layout
-from .layouts import decoded_task_layout, fault_layout
+from .interfaces import instance_numbering
 
-__all__ = ["trace_layout", "any_event", "TraceReader", "canonical", "EVENT_KINDS"]
+__all__ = ["any_event", "TraceReader", "canonical", "EVENT_KINDS"]
 
 # The model's stage order within a cycle (models/hts.py, ``step``).
 EVENT_KINDS = ("end", "complete", "branch", "abort", "squash", "retarget", "copyback", "dispatch", "issue",
                "enqueue", "decode", "fault")
-
-
-def _held_layout(config: SystemConfig) -> data.StructLayout:
-    widths = config.widths
-    return data.StructLayout({"pid": widths.pid, "pc": widths.pc, "tag": widths.tag})
-
-
-def _branch_view_layout(config: SystemConfig) -> data.StructLayout:
-    widths = config.widths
-    return data.StructLayout({"pid": widths.pid, "pc": widths.pc, "kind": BranchKind})
-
-
-def trace_layout(config: SystemConfig) -> data.StructLayout:
-    """Everything an event of the cycle is made of, valid bits first.
-
-    - ``end``: per process, it ends this cycle (also the CPU port's ``ended``);
-    - ``complete``, ``abort``: per flat accelerator instance (``hts.hdl.asr``), its task
-      is granted the CDB, or aborted; ``held``: the task each instance holds;
-    - ``branch_resolving``, ``branch_taken``, ``branches``: per branch-unit slot
-      (``hts.hdl.branch_unit``: speculation IDs first, then one per process);
-    - ``squash``: speculation IDs mispredicted; ``squashed_tags``: window and station
-      tasks removed by them (the process of each tag tells which squash removed it);
-    - ``retarget``, ``copyback``: the copy-back engine's events;
-    - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
-      oldest first; ``enqueue``: the task entering the window, with the tags it waits
-      for; ``decode``: the task decoded into the enqueue stage; ``fault``: decode's
-      fault (:func:`hts.hdl.layouts.fault_layout`).
-    """
-    hts = config.hts
-    instances = len(instance_numbering(config))
-    slots = hts.spec_ids + hts.processes
-    issue = data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
-                               "tag": config.widths.tag})
-    return data.StructLayout({
-        "end": hts.processes,
-        "complete": instances,
-        "abort": instances,
-        "held": data.ArrayLayout(_held_layout(config), instances),
-        "branch_resolving": slots,
-        "branch_taken": slots,
-        "branches": data.ArrayLayout(_branch_view_layout(config), slots),
-        "squash": hts.spec_ids,
-        "squashed_tags": hts.tracker_entries,
-        "retarget": retarget_trace_layout(config),
-        "copyback": copyback_trace_layout(config),
-        "dispatch": data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width),
-        "issue": data.ArrayLayout(issue, hts.dispatch_width),
-        "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
-                                      "tag": config.widths.tag, "waits": hts.tracker_entries}),
-        "decode": data.StructLayout({"valid": 1, "task": decoded_task_layout(config)}),
-        "fault": fault_layout(config),
-    })
 
 
 def any_event(trace) -> Value:

@@ -6,7 +6,7 @@ window and the reservation stations are the same kind of structure, a queue of
 ``queued_task_layout`` records searched oldest first, and share :class:`AgeQueue`
 defined here. A queued record is the task's tag and what changes while it waits (mask,
 waits); its regions, pid, pc, task ID and metadata are its tag's tracker entry, which
-takes the retargets that the model applies to queued tasks (hdl/layouts.py).
+takes the retargets that the model applies to queued tasks (hdl/interfaces.py).
 """
 
 from amaranth.hdl import Cat, Module, Signal
@@ -15,7 +15,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .layouts import queued_task_layout
+from .interfaces import queued_task_layout
 from .mutation import mutable
 from .primitives import index_set, oldest, popcount, select, update_age_matrix, wire
 
@@ -78,7 +78,7 @@ class AgeQueue(wiring.Component):
         self._tags = config.hts.tracker_entries
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
         self.valid = Signal(capacity)
-        # Meaningful only where ``valid`` is set: no reset (hdl/layouts.py).
+        # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
         self.entries = Signal(data.ArrayLayout(self._task, capacity), reset_less=True)
         self.older = Signal(data.ArrayLayout(capacity, capacity), reset_less=True)
 

@@ -29,9 +29,9 @@ from hts.cosim.scoreboard import Job, RunSpec, expected_registers, score
 from hts.cosim.top import CLOCKED, TOPLEVEL, CosimTop, ports
 from hts.cosim.views import view_reader
 from hts.errors import HTSError
+from hts.hdl.interfaces import task_layout, trace_layout
 from hts.hdl.mutation import injected
-from hts.hdl.layouts import task_layout
-from hts.hdl.trace import TraceReader, canonical, trace_layout
+from hts.hdl.trace import TraceReader, canonical
 from hts.synth import verilog_text
 
 BENCHMARK_FOLDER = Path(benchmarks.__file__).parent

@@ -14,7 +14,7 @@ from amaranth.sim import Simulator
 from hts import synth, synth_sweep
 from hts.config import with_value
 from hts.errors import ConfigError, HTSError
-from hts.hdl.layouts import tracker_entry_layout
+from hts.hdl.interfaces import tracker_entry_layout
 
 
 def hts(*args, cwd=None, env=None):

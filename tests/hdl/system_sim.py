@@ -22,11 +22,10 @@ from amaranth.lib import data
 from rtl_sim import run
 
 from hts.cosim.scoreboard import first_difference
-from hts.hdl.accelerator import word_address_width
-from hts.hdl.asr import instance_numbering
-from hts.hdl.hts import HTS, branch_read_signature, cpu_signature
-from hts.hdl.layouts import task_layout
-from hts.hdl.trace import TraceReader, any_event, canonical, trace_layout
+from hts.hdl.hts import HTS
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, instance_numbering, task_layout, trace_layout,
+                                word_address_width)
+from hts.hdl.trace import TraceReader, any_event, canonical
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.memory import Memory, read_beat, write_beat
 

@@ -16,7 +16,7 @@ from rtl_sim import region_value, run
 
 from hts.assembler import assemble
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
-from hts.hdl.layouts import task_layout
+from hts.hdl.interfaces import task_layout
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory
 

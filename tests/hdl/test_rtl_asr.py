@@ -6,7 +6,8 @@ from types import SimpleNamespace
 import pytest
 from rtl_sim import run
 
-from hts.hdl.asr import AcceleratorStatus, flat_instance, instance_numbering
+from hts.hdl.asr import AcceleratorStatus
+from hts.hdl.interfaces import flat_instance, instance_numbering
 from hts.models.asr import AcceleratorStatus as Model
 
 

@@ -19,7 +19,7 @@ from rtl_sim import drive_retarget, region_value, run
 
 from hts.config import load_config
 from hts.hdl.branch_unit import BranchUnit, slot_layout
-from hts.hdl.decode import BranchKind
+from hts.hdl.interfaces import BranchKind
 from hts.isa import RESERVED_ACCEL_ID, REGISTER_BITS, Opcode, Word
 from hts.models.decode import ProcessContext
 from hts.models.gpr import GPRBank

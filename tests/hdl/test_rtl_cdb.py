@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 from rtl_sim import run
 
-from hts.hdl.asr import instance_numbering
 from hts.hdl.cdb import CommonDataBus
+from hts.hdl.interfaces import instance_numbering
 from hts.models.cdb import CommonDataBus as Model
 
 

@@ -24,8 +24,8 @@ from queue_model import TaskSource, bit_set, whole_task_record
 from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
-from hts.hdl.asr import instance_numbering
 from hts.hdl.copy_back import CopyBackEngine
+from hts.hdl.interfaces import instance_numbering
 from hts.models.asr import Running
 from hts.models.enqueue import EnqueueStage
 from hts.models.hts import TLB_STALLS, HTSModel

@@ -18,7 +18,8 @@ from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from rtl_sim import run
 
 from hts.assembler import assemble
-from hts.hdl.decode import BranchKind, Decode, Stall
+from hts.hdl.decode import Decode
+from hts.hdl.interfaces import BranchKind, Stall
 from hts.hdl.task_queue import TaskQueue
 from hts.isa import branch_taken
 from hts.models.accelerator import AcceleratorFunctions

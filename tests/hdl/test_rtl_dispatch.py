@@ -20,8 +20,8 @@ from queue_model import TaskSource, task_record, tracker_entry_record, whole_rec
 from rtl_sim import run
 
 from hts.config import load_config
-from hts.hdl.asr import instance_numbering
 from hts.hdl.dispatch import DispatchArbiter
+from hts.hdl.interfaces import instance_numbering
 from hts.models.asr import AcceleratorStatus
 from hts.models.hts import HTSModel
 from hts.models.reservation_station import ReservationStation

@@ -6,7 +6,8 @@ import random
 import pytest
 from rtl_sim import assert_caught, run
 
-from hts.hdl.loop_stack import LoopStack, loop_frame_layout
+from hts.hdl.interfaces import loop_frame_layout
+from hts.hdl.loop_stack import LoopStack
 from hts.models.loop_stack import LoopFrame, LoopStack as Model
 
 CYCLES = 400

@@ -6,7 +6,8 @@ import random
 import pytest
 from rtl_sim import run
 
-from hts.hdl.task_queue import TaskQueue, fetch_pc_width
+from hts.hdl.interfaces import fetch_pc_width
+from hts.hdl.task_queue import TaskQueue
 from hts.isa import INSTRUCTION_BITS, Word
 from hts.models.task_queue import TaskQueue as Model
 
