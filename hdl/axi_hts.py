@@ -48,8 +48,9 @@ class AxiHTS(wiring.Component):
         m.submodules.control = control = self.control
         wiring.connect(m, wiring.flipped(self.s_axi), control.bus)
         wiring.connect(m, control.cpu, scheduler.cpu)
-        for name in ("branch_read", "copyback_tm", "copyback_home"):
-            wiring.connect(m, wiring.flipped(getattr(self, name)), getattr(scheduler, name))
+        wiring.connect(m, wiring.flipped(self.branch_read), scheduler.branch_read)
+        wiring.connect(m, wiring.flipped(self.copyback_tm), scheduler.copyback_tm)
+        wiring.connect(m, wiring.flipped(self.copyback_home), scheduler.copyback_home)
         for outer, inner in zip(self.accel_dma, scheduler.accel_dma):
             wiring.connect(m, wiring.flipped(outer), inner)
         m.d.comb += [self.events.eq(scheduler.events), self.irq.eq(control.irq),

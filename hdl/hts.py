@@ -194,17 +194,25 @@ class HTS(wiring.Component):
             wiring.connect(m, shell.dma, wiring.flipped(self.accel_dma[flat]))
 
         # ---- end-of-cycle updates of every block that holds tasks or branches -------------
-        retarget = {name: getattr(copy_back, name) for name in
-                    ("retarget", "retarget_tm", "retarget_home", "retarget_producer")}
         for queue in [window, *stations]:
             m.d.comb += [queue.squash.eq(branch_unit.squash), queue.confirm.eq(branch_unit.confirm),
                          queue.broadcast.eq(released)]
         m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
         # The retarget rewrites the ranges of queued tasks in the tracker, where they are
         # kept, and of the task entering the enqueue stage, which searches with them.
-        m.d.comb += [getattr(block, name).eq(value) for name, value in retarget.items() for block in (tracker, enqueue)]
-        m.d.comb += [getattr(branch_unit, name).eq(retarget[name])
-                     for name in ("retarget", "retarget_tm", "retarget_home")]
+        m.d.comb += [
+            tracker.retarget.eq(copy_back.retarget),
+            enqueue.retarget.eq(copy_back.retarget),
+            tracker.retarget_tm.eq(copy_back.retarget_tm),
+            enqueue.retarget_tm.eq(copy_back.retarget_tm),
+            tracker.retarget_home.eq(copy_back.retarget_home),
+            enqueue.retarget_home.eq(copy_back.retarget_home),
+            tracker.retarget_producer.eq(copy_back.retarget_producer),
+            enqueue.retarget_producer.eq(copy_back.retarget_producer),
+            branch_unit.retarget.eq(copy_back.retarget),
+            branch_unit.retarget_tm.eq(copy_back.retarget_tm),
+            branch_unit.retarget_home.eq(copy_back.retarget_home),
+        ]
         wiring.connect(m, decode.enqueue, enqueue.decoded)
         m.d.comb += [
             tracker.release.eq(released),
@@ -264,9 +272,13 @@ class HTS(wiring.Component):
     def _copy_back(self, m: Module):
         """The engine's inputs: TLB choices, what may still be retargeted, whether a copy is wanted."""
         copy_back, tlb, tracker, decode = self.copy_back, self.tlb, self.tracker, self.decode
-        for name in ("copy_valid", "copy_index", "copy_entry", "retarget_valid", "retarget_index", "retarget_entry"):
-            m.d.comb += getattr(copy_back, name).eq(getattr(tlb, name))
         m.d.comb += [
+            copy_back.copy_valid.eq(tlb.copy_valid),
+            copy_back.copy_index.eq(tlb.copy_index),
+            copy_back.copy_entry.eq(tlb.copy_entry),
+            copy_back.retarget_valid.eq(tlb.retarget_valid),
+            copy_back.retarget_index.eq(tlb.retarget_index),
+            copy_back.retarget_entry.eq(tlb.retarget_entry),
             tlb.retargetable_tags.eq(copy_back.retargetable_tags),
             tlb.tracker_valid.eq(tracker.valid),
             tlb.touches.eq(tracker.touches),
