@@ -11,6 +11,8 @@ memory branch's block translated by the TLB; the branch unit searches its writer
 The speculation-ID pool lives here too (decode is the only allocator).
 """
 
+from typing import NamedTuple
+
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
@@ -44,6 +46,42 @@ def window_layout(config: SystemConfig) -> data.StructLayout:
     """A process's window of home memory, blocks ``[base, end)``."""
     width = config.widths.home_end
     return data.StructLayout({"base": width, "end": width})
+
+
+class _State(NamedTuple):
+    """Decode's own registers, beside the GPR banks and loop stacks."""
+
+    spec_mask: data.View    # per process: the unresolved speculations it decodes behind
+    skip_depth: data.View   # per process: nesting depth in a zero-iteration loop being skipped (0: none)
+    free_ids: Signal        # the speculation-ID pool
+    faulted: Signal         # per process: it faulted
+
+
+class _Chosen(NamedTuple):
+    """The process the round robin picked, and what decode reads of it this cycle."""
+
+    valid: Signal           # some process was eligible
+    pid: Signal
+    head: data.View         # its queue head
+    word: Instruction
+    opcode: Value
+    r_a: Signal             # R[A], R[B], R[C], read a cycle ahead (``_operands``)
+    r_b: Signal
+    r_c: Signal
+    counter: Signal         # lend's counter register, named by the loop top
+    top: data.View          # its loop stack's top frame
+    stack_empty: Signal
+    stack_full: Signal
+    mask: Value             # its speculation mask
+    skipping: Value         # inside a zero-iteration loop
+
+
+class _Effects(NamedTuple):
+    """What the decoded head leaves for the end of the cycle."""
+
+    allocated_ids: Signal   # speculation IDs taken from the pool
+    new_mask: Signal        # bits its process's mask gains
+    next_skip: Signal       # its process's skip depth
 
 
 class Decode(wiring.Component):
@@ -152,30 +190,59 @@ class Decode(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        config, hts = self._config, self._config.hts
+        state = self._state(m)
+        operands = [self._operands(m, pid) for pid in range(self._config.hts.processes)]
+        reason = self._why_not_decodable(m, state)
+        pid, valid = self._round_robin(m, reason)
+        chosen = self._read_chosen(m, pid, valid, operands, state)
+
+        # ---- planning: regions, window and legality checks, TLB search, stall ------------
+        home_reads, home_writes = self._task_regions(m, chosen)
+        cause = self._fault_cause(m, chosen, self._windows(m)[chosen.pid], self._illegal(m, chosen))
+        reads, speculative_output = self._translate(m, chosen, home_reads, home_writes)
+        plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output)
+        writes = self._rename_output(m, home_writes, speculative_output)
+        self._report_stall(m, reason, chosen, plan_stall, stalled, cause, state.faulted)
+
+        # ---- executing the instruction --------------------------------------------------
+        # What a task or a branch carries goes out whatever the stall decides; only the
+        # valid and enable bits wait for it (docs/hardware.md, "Timing").
+        self._task_fields(m, chosen, reads, writes, home_writes)
+        self._branch_fields(m, chosen)
+        self._gpr_write_fields(m, chosen)
+        new_id = self._checkpoint(m, state.free_ids)
+        effects = self._decode_one(m, chosen, decoding, speculative_output, state, new_id)
+        self._end_of_cycle(m, chosen, decoding, state, effects)
+        return m
+
+    # ---- pieces of the cycle ----------------------------------------------------------------
+
+    def _state(self, m: Module) -> _State:
+        """Each process's GPR bank and loop stack as submodules, and decode's own registers."""
+        hts = self._config.hts
         processes = hts.processes
-        gprs, loops = self.gprs, self.loops
         for pid in range(processes):
             # A started process begins from reset state, as the model's fresh context does.
-            m.submodules[f"gpr{pid}"] = ResetInserter(self.start[pid])(gprs[pid])
-            m.submodules[f"loops{pid}"] = ResetInserter(self.start[pid])(loops[pid])
+            m.submodules[f"gpr{pid}"] = ResetInserter(self.start[pid])(self.gprs[pid])
+            m.submodules[f"loops{pid}"] = ResetInserter(self.start[pid])(self.loops[pid])
         spec_mask = Signal(data.ArrayLayout(hts.spec_ids, processes))
         skip_depth = Signal(data.ArrayLayout(range(hts.loop_depth + 1), processes))
         free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
         faulted = Signal(processes)
-        pointer = Signal(config.widths.pid)
+        return _State(spec_mask, skip_depth, free_ids, faulted)
 
-        operands = [self._operands(m, pid) for pid in range(processes)]
-
-        # ---- arbitration: the first eligible process after the last one picked --------
+    def _why_not_decodable(self, m: Module, state: _State) -> list[Signal]:
+        """Per process, why the arbiter may not pick it (``Stall.NONE``: it may), in the
+        model's order; and ``drained``."""
+        processes = self._config.hts.processes
         reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
         for pid in range(processes):
             drained = self.drained[pid]
-            m.d.comb += drained.eq(self.exhausted[pid] & ~self.pending[pid] & (skip_depth[pid] == 0)
-                                   | faulted[pid])
+            m.d.comb += drained.eq(self.exhausted[pid] & ~self.pending[pid] & (state.skip_depth[pid] == 0)
+                                   | state.faulted[pid])
             with m.If(self.done[pid]):
                 m.d.comb += reason[pid].eq(Stall.DONE)
-            with m.Elif(faulted[pid]):
+            with m.Elif(state.faulted[pid]):
                 m.d.comb += reason[pid].eq(Stall.FAULT)
             with m.Elif(self.blocked[pid] | self.restore[pid].valid):
                 m.d.comb += reason[pid].eq(Stall.BRANCH)
@@ -183,8 +250,15 @@ class Decode(wiring.Component):
                 m.d.comb += reason[pid].eq(Stall.DRAIN)
             with m.Elif(~self.head[pid].valid):
                 m.d.comb += reason[pid].eq(Stall.FETCH)
+        return reason
+
+    def _round_robin(self, m: Module, reason: list[Signal]) -> tuple[Signal, Signal]:
+        """The arbiter: the first eligible process after the last one picked, and whether
+        there is one. The pointer moves past it whether or not it stalls."""
+        processes = self._config.hts.processes
+        pointer = Signal(self._config.widths.pid)
         eligible = Cat(*(r == Stall.NONE for r in reason))
-        chosen = Signal(config.widths.pid)
+        chosen = Signal(self._config.widths.pid)
         any_chosen = Signal()
         for offset in reversed(range(processes)):
             candidate = (pointer + offset) % processes if processes > 1 else Const(0)
@@ -192,150 +266,30 @@ class Decode(wiring.Component):
                 m.d.comb += [chosen.eq(candidate), any_chosen.eq(1)]
         with m.If(any_chosen):
             m.d.sync += pointer.eq(Mux(chosen == processes - 1, 0, chosen + 1))
+        return chosen, any_chosen
 
+    def _read_chosen(self, m: Module, chosen, any_chosen, operands, state: _State) -> _Chosen:
+        """Process ``chosen``'s head with its operands, loop-stack top, mask and skip state,
+        multiplexed from every process's."""
+        config, hts = self._config, self._config.hts
         head = self.head[chosen]
         word = head.word
         r_a, r_b, r_c = (Signal(REGISTER_BITS, name=f"r_{n}") for n in "abc")
         counter = Signal(REGISTER_BITS)     # lend's counter register, named by the loop top
         top = Signal(loop_frame_layout(config))
         stack_empty, stack_full = Signal(), Signal()
-        mask = spec_mask[chosen]
-        skipping = skip_depth[chosen] != 0
+        mask = state.spec_mask[chosen]
+        skipping = state.skip_depth[chosen] != 0
         opcode = self._opcode(m, word.accel_id)
-        for pid in range(processes):
+        for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):
             with m.If(chosen == pid):
                 # lend reads its counter register, named by the loop top, this cycle.
                 m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]), r_c.eq(operands[pid][2]),
-                             counter.eq(gprs[pid].read_value[COUNTER_PORT]),
-                             top.eq(loops[pid].top), stack_empty.eq(loops[pid].empty),
-                             stack_full.eq(loops[pid].depth == hts.loop_depth)]
-
-        # ---- task planning -------------------------------------------------------------
-        plan_stall = Signal(Stall)
-        home_reads, home_writes = self._task_regions(m, word, r_a, r_c)
-        cause = self._fault_cause(m, opcode, word, r_a, r_c, self._windows(m)[chosen],
-                                  self._illegal(m, opcode, word, head.pc, chosen, top, stack_empty, stack_full))
-        fault_stall = Mux(mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
-        reads = Signal.like(home_reads)
-        speculative_output = (mask != 0) & (word.d != 0)
-        m.d.comb += [
-            self.tlb_pid.eq(chosen),
-            self.tlb_read_region.eq(home_reads),
-            self.tlb_write_region.eq(home_writes),
-            self.tlb_alloc_blocks.eq(word.d),
-            reads.eq(home_reads),
-        ]
-        with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
-            m.d.comb += reads.base.eq(self.tlb_read_tm_base)
-        faulting = cause != FaultCause.NONE
-        with m.If(opcode == Opcode.TASK):
-            task_blocked = self._plan_task(m, word, plan_stall, faulting, fault_stall, speculative_output)
-        with m.Elif(faulting):                              # anything else stalls only on a fault
-            m.d.comb += plan_stall.eq(fault_stall)
-        # Whether it stalls is an OR of the conditions; which reason, the priority above.
-        blocked = Mux(opcode == Opcode.TASK, task_blocked, faulting)
-        stalled = wire(m, any_chosen & ~skipping & blocked, "stalled")
-        decoding = any_chosen & ~stalled
-
-        writes = Signal.like(home_writes)
-        m.d.comb += writes.eq(home_writes)
-        with m.If(speculative_output):
-            m.d.comb += writes.base.eq(self.tlb_alloc_tm_base)
-
-        for pid in range(processes):
-            with m.If(reason[pid] != Stall.NONE):
-                m.d.comb += self.stall[pid].eq(Mux(reason[pid] == Stall.DONE, Stall.NONE, reason[pid]))
-            with m.Elif(~any_chosen | (chosen != pid)):
-                m.d.comb += self.stall[pid].eq(Stall.DECODER_BUSY)
-            with m.Elif(stalled):
-                m.d.comb += self.stall[pid].eq(plan_stall)
-        with m.If(stalled & (plan_stall == Stall.FAULT)):
-            m.d.comb += [self.fault.valid.eq(1), self.fault.pid.eq(chosen), self.fault.pc.eq(head.pc),
-                         self.fault.cause.eq(cause)]
-            m.d.sync += faulted.bit_select(chosen, 1).eq(1)
-
-        # ---- executing the instruction --------------------------------------------------
-        # What a task or a branch carries goes out whatever the stall decides; only the
-        # valid and enable bits wait for it (docs/hardware.md, "Timing").
-        self._task_fields(m, chosen, head, word, mask, reads, writes, home_writes)
-        self._branch_fields(m, chosen, head, word, mask, r_a, r_b)
-        self._gpr_write_fields(m, opcode, word, r_a, r_b, counter, top)
-        new_id = Signal(bits_for(hts.spec_ids))     # the lowest free speculation ID
-        m.d.comb += new_id.eq(lowest_set(free_ids))
-        # Every cycle with a free ID, each process's GPRs and loop stack are copied into its
-        # slot: a speculated if decoded now takes that ID, so its checkpoint is there, and
-        # the copy's enables (thousands of flip-flops) do not wait for the stall.
-        for unit in (*gprs, *loops):
-            m.d.comb += [unit.checkpoint_en.eq(free_ids.any()), unit.checkpoint_slot.eq(new_id)]
-        allocated_ids = Signal(hts.spec_ids)
-        new_mask = Signal(hts.spec_ids)
-        next_skip = Signal.like(skip_depth[0])
-        m.d.comb += next_skip.eq(skip_depth[chosen])
-
-        with m.If(decoding):
-            m.d.comb += self.pop.bit_select(chosen, 1).eq(1)
-            with m.If(skipping):
-                with m.If(opcode == Opcode.LBEG):
-                    m.d.comb += next_skip.eq(skip_depth[chosen] + 1)
-                with m.Elif(opcode == Opcode.LEND):
-                    m.d.comb += next_skip.eq(skip_depth[chosen] - 1)
-            with m.Else():
-                with m.Switch(opcode):
-                    with m.Case(Opcode.TASK):
-                        m.d.comb += [self.tracker_alloc.eq(1), self.enqueue.valid.eq(1),
-                                     self.tlb_alloc.eq(speculative_output)]
-                    with m.Case(Opcode.MOV):
-                        self._write_gpr(m, chosen)
-                    with m.Case(Opcode.ADD):
-                        self._write_gpr(m, chosen)
-                    with m.Case(Opcode.MUL):
-                        self._write_gpr(m, chosen)
-                    with m.Case(Opcode.JUMP):
-                        self._redirect(m, chosen, self._target(head.pc, word.c))
-                    with m.Case(Opcode.LBEG):
-                        self._write_gpr(m, chosen)
-                        with m.If(word.a == 0):
-                            m.d.comb += next_skip.eq(1)
-                        with m.Else():
-                            for pid in range(processes):
-                                with m.If(chosen == pid):
-                                    m.d.comb += [loops[pid].push.eq(1),
-                                                 loops[pid].frame.body_start.eq(head.pc + 1),
-                                                 loops[pid].frame.counter.eq(word.b),
-                                                 loops[pid].frame.remaining.eq(
-                                                     word.a - mutable("loop_count_off_by_one", 1, 0))]
-                    with m.Case(Opcode.LEND):
-                        self._write_gpr(m, chosen)
-                        for pid in range(processes):
-                            with m.If(chosen == pid):
-                                with m.If(top.remaining == 0):
-                                    m.d.comb += loops[pid].pop.eq(1)
-                                with m.Else():
-                                    m.d.comb += [loops[pid].replace.eq(1), loops[pid].frame.eq(top),
-                                                 loops[pid].frame.remaining.eq(top.remaining - 1)]
-                        with m.If(top.remaining != 0):
-                            self._redirect(m, chosen, top.body_start)
-                    with m.Case(Opcode.IF):
-                        self._decode_branch(m, word, free_ids, new_id, allocated_ids, new_mask)
-
-        # ---- end of cycle ----------------------------------------------------------------
-        m.d.sync += free_ids.eq((free_ids & ~allocated_ids) | self.freed_ids)
-        for pid in range(processes):
-            restore = self.restore[pid]
-            with m.If(self.start[pid]):
-                m.d.sync += [spec_mask[pid].eq(0), skip_depth[pid].eq(0), faulted.bit_select(pid, 1).eq(0)]
-            with m.Elif(restore.valid):
-                m.d.comb += [gprs[pid].restore_en.eq(1), gprs[pid].restore_slot.eq(restore.slot),
-                             loops[pid].restore_en.eq(1), loops[pid].restore_slot.eq(restore.slot)]
-                m.d.sync += [spec_mask[pid].eq(restore.mask & ~self.confirm), skip_depth[pid].eq(0)]
-            with m.Elif(decoding & (chosen == pid)):
-                m.d.sync += [spec_mask[pid].eq((spec_mask[pid] | new_mask) & ~self.confirm),
-                             skip_depth[pid].eq(next_skip)]
-            with m.Else():
-                m.d.sync += spec_mask[pid].eq(spec_mask[pid] & ~self.confirm)
-        return m
-
-    # ---- pieces of the cycle ----------------------------------------------------------------
+                             counter.eq(bank.read_value[COUNTER_PORT]),
+                             top.eq(stack.top), stack_empty.eq(stack.empty),
+                             stack_full.eq(stack.depth == hts.loop_depth)]
+        return _Chosen(any_chosen, chosen, head, word, opcode, r_a, r_b, r_c, counter, top,
+                       stack_empty, stack_full, mask, skipping)
 
     def _operands(self, m: Module, pid: int) -> Signal:
         """R[A], R[B], R[C] of process ``pid``'s queue head, read a cycle ahead into a register.
@@ -386,25 +340,10 @@ class Decode(wiring.Component):
                         m.d.comb += opcode.eq(op)
         return opcode
 
-    def _plan_task(self, m: Module, word, plan_stall, faulting, fault_stall, speculative_output) -> Value:
-        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order,
-        into ``plan_stall``; returned: whether any reason holds."""
-        reasons = [
-            (~self.window_has_room, Stall.WINDOW_FULL),
-            (~self.tracker_has_free, Stall.TRACKER_FULL),
-            (faulting, fault_stall),
-            ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact, Stall.TLB_CONFLICT),
-            (speculative_output & ~self.tlb_has_room, Stall.TLB_FULL),
-            (~speculative_output & (word.d != 0) & self.tlb_write_hit, Stall.TLB_CONFLICT),
-        ]
-        for index, (condition, stall) in enumerate(reasons):
-            with (m.If if index == 0 else m.Elif)(condition):
-                m.d.comb += plan_stall.eq(stall)
-        return Cat(*(condition for condition, _ in reasons)).any()
-
-    def _task_regions(self, m: Module, word, r_a, r_c):
+    def _task_regions(self, m: Module, chosen: _Chosen):
         """Home regions of the task at the head (bases cut to the physical width: a region
         that does not fit its window faults before it reaches any structure)."""
+        word, r_a, r_c = chosen.word, chosen.r_a, chosen.r_c
         region = region_layout(self._config)
         home_reads, home_writes = Signal(region, name="home_reads"), Signal(region, name="home_writes")
         m.d.comb += [home_reads.base.eq(self._base(word, r_a, word.a)), home_reads.blocks.eq(word.b),
@@ -427,7 +366,7 @@ class Decode(wiring.Component):
                          windows[request.pid].end.eq(request.base + request.blocks)]
         return windows
 
-    def _illegal(self, m: Module, opcode, word, pc, chosen, top, stack_empty, stack_full) -> Signal:
+    def _illegal(self, m: Module, chosen: _Chosen) -> Signal:
         """Whether the head cannot execute: what the assembler refuses in a program, where
         hardware can see it (the CPU port takes any word).
 
@@ -437,6 +376,7 @@ class Decode(wiring.Component):
         target before the first instruction.
         """
         hts = self._config.hts
+        opcode, word, top = chosen.opcode, chosen.word, chosen.top
         ids = [acc.id for acc in self._config.accelerators] + list(RESERVED_ACCEL_ID.values())
         known = Cat(*(word.accel_id == accel_id for accel_id in ids)).any()
         memory_branch = word.k.branch.memory
@@ -456,16 +396,18 @@ class Decode(wiring.Component):
                     m.d.comb += bad_register.eq(Cat(*(named & (field >= hts.gprs) for field, named in fields)).any())
         with m.Switch(opcode):
             with m.Case(Opcode.LBEG):
-                m.d.comb += bad_control.eq((word.a != 0) & stack_full)
+                m.d.comb += bad_control.eq((word.a != 0) & chosen.stack_full)
             with m.Case(Opcode.LEND):
-                m.d.comb += bad_control.eq(stack_empty | (top.counter != word.b))
+                m.d.comb += bad_control.eq(chosen.stack_empty | (top.counter != word.b))
             with m.Case(Opcode.JUMP, Opcode.IF):
-                m.d.comb += bad_control.eq((pc + word.c.as_signed()) < 0)
-        return wire(m, ~known | (word.pid != chosen) | bad_register | bad_control, "illegal")
+                m.d.comb += bad_control.eq((chosen.head.pc + word.c.as_signed()) < 0)
+        return wire(m, ~known | (word.pid != chosen.pid) | bad_register | bad_control, "illegal")
 
-    def _fault_cause(self, m: Module, opcode, word, r_a, r_c, window, illegal) -> Signal:
+    def _fault_cause(self, m: Module, chosen: _Chosen, window, illegal) -> Signal:
         """Why the head would fault: ``illegal``, or an access leaving ``window`` (a task's
         input or output region, a memory branch's block); ``FaultCause.NONE`` if neither."""
+        opcode, word = chosen.opcode, chosen.word
+
         def outside(base, blocks):
             # base + blocks > end, with no adder in series with the compare
             return (blocks != 0) & ((base < window.base) | (base > window.end - blocks))
@@ -474,18 +416,91 @@ class Decode(wiring.Component):
         with m.If(illegal):
             m.d.comb += cause.eq(FaultCause.ILLEGAL)
         with m.Elif(opcode == Opcode.TASK):
-            with m.If(outside(self._base(word, r_a, word.a), word.b)):
+            with m.If(outside(self._base(word, chosen.r_a, word.a), word.b)):
                 m.d.comb += cause.eq(FaultCause.INPUT)
-            with m.Elif(outside(self._base(word, r_c, word.c), word.d)):
+            with m.Elif(outside(self._base(word, chosen.r_c, word.c), word.d)):
                 m.d.comb += cause.eq(FaultCause.OUTPUT)
         with m.Elif((opcode == Opcode.IF) & word.k.branch.memory & outside(word.a, 1)):
             m.d.comb += cause.eq(FaultCause.BRANCH)
         return cause
 
-    def _task_fields(self, m, chosen, head, word, mask, reads, writes, home_writes):
+    def _translate(self, m: Module, chosen: _Chosen, home_reads, home_writes):
+        """The TLB search of the head's regions (in every cycle, for the chosen process):
+        the read region, taken from a TM copy that holds it exactly; and whether the output
+        is speculative, so goes to a new TM copy (docs/microarchitecture.md, "Decode of a
+        task under speculation")."""
+        word = chosen.word
+        reads = Signal.like(home_reads)
+        speculative_output = (chosen.mask != 0) & (word.d != 0)
+        m.d.comb += [
+            self.tlb_pid.eq(chosen.pid),
+            self.tlb_read_region.eq(home_reads),
+            self.tlb_write_region.eq(home_writes),
+            self.tlb_alloc_blocks.eq(word.d),
+            reads.eq(home_reads),
+        ]
+        with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
+            m.d.comb += reads.base.eq(self.tlb_read_tm_base)
+        return reads, speculative_output
+
+    def _stall(self, m: Module, chosen: _Chosen, cause, speculative_output):
+        """Whether the chosen head stalls (``stalled``) and why (``plan_stall``); and
+        whether it decodes: a task is planned, anything else stalls only on a fault."""
+        plan_stall = Signal(Stall)
+        fault_stall = Mux(chosen.mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
+        faulting = cause != FaultCause.NONE
+        with m.If(chosen.opcode == Opcode.TASK):
+            task_blocked = self._plan_task(m, chosen.word, plan_stall, faulting, fault_stall, speculative_output)
+        with m.Elif(faulting):                              # anything else stalls only on a fault
+            m.d.comb += plan_stall.eq(fault_stall)
+        # Whether it stalls is an OR of the conditions; which reason, the priority above.
+        blocked = Mux(chosen.opcode == Opcode.TASK, task_blocked, faulting)
+        stalled = wire(m, chosen.valid & ~chosen.skipping & blocked, "stalled")
+        return plan_stall, stalled, chosen.valid & ~stalled
+
+    def _plan_task(self, m: Module, word, plan_stall, faulting, fault_stall, speculative_output) -> Value:
+        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order,
+        into ``plan_stall``; returned: whether any reason holds."""
+        reasons = [
+            (~self.window_has_room, Stall.WINDOW_FULL),
+            (~self.tracker_has_free, Stall.TRACKER_FULL),
+            (faulting, fault_stall),
+            ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact, Stall.TLB_CONFLICT),
+            (speculative_output & ~self.tlb_has_room, Stall.TLB_FULL),
+            (~speculative_output & (word.d != 0) & self.tlb_write_hit, Stall.TLB_CONFLICT),
+        ]
+        for index, (condition, stall) in enumerate(reasons):
+            with (m.If if index == 0 else m.Elif)(condition):
+                m.d.comb += plan_stall.eq(stall)
+        return Cat(*(condition for condition, _ in reasons)).any()
+
+    def _rename_output(self, m: Module, home_writes, speculative_output) -> Signal:
+        """The task's output region: its home, or a speculative output's new TM copy."""
+        writes = Signal.like(home_writes)
+        m.d.comb += writes.eq(home_writes)
+        with m.If(speculative_output):
+            m.d.comb += writes.base.eq(self.tlb_alloc_tm_base)
+        return writes
+
+    def _report_stall(self, m: Module, reason, chosen: _Chosen, plan_stall, stalled, cause, faulted):
+        """Per process, why it decoded nothing (``stall``); a fault on the committed path
+        (``fault``), after which the process decodes nothing more."""
+        for pid in range(self._config.hts.processes):
+            with m.If(reason[pid] != Stall.NONE):
+                m.d.comb += self.stall[pid].eq(Mux(reason[pid] == Stall.DONE, Stall.NONE, reason[pid]))
+            with m.Elif(~chosen.valid | (chosen.pid != pid)):
+                m.d.comb += self.stall[pid].eq(Stall.DECODER_BUSY)
+            with m.Elif(stalled):
+                m.d.comb += self.stall[pid].eq(plan_stall)
+        with m.If(stalled & (plan_stall == Stall.FAULT)):
+            m.d.comb += [self.fault.valid.eq(1), self.fault.pid.eq(chosen.pid), self.fault.pc.eq(chosen.head.pc),
+                         self.fault.cause.eq(cause)]
+            m.d.sync += faulted.bit_select(chosen.pid, 1).eq(1)
+
+    def _task_fields(self, m, chosen: _Chosen, reads, writes, home_writes):
         """The head as a task: its tracker entry, its record for the enqueue stage and its
         TLB entry, valid only with ``tracker_alloc``, ``enqueue.valid`` and ``tlb_alloc``."""
-        config = self._config
+        config, word, mask = self._config, chosen.word, chosen.mask
         class_of = Signal(config.widths.accel_class)
         with m.Switch(word.accel_id):
             for index, accelerator in enumerate(config.accelerators):
@@ -493,39 +508,146 @@ class Decode(wiring.Component):
                     m.d.comb += class_of.eq(index)
         tag, entry, task = self.tracker_free_tag, self.tracker_alloc_entry, self.enqueue.task
         m.d.comb += [
-            entry.pid.eq(chosen),
+            entry.pid.eq(chosen.pid),
             entry.reads.eq(reads),
             entry.writes.eq(writes),
-            entry.pc.eq(head.pc),
+            entry.pc.eq(chosen.head.pc),
             entry.task_id.eq(word.task_id),
             entry.metadata.eq(word.metadata),
             *(getattr(task, name).eq(getattr(entry, name)) for name, _ in entry.shape()),
             task.tag.eq(tag),
             task.accel_class.eq(class_of),
             task.mask.eq(mask),
-            self.tlb_alloc_entry.pid.eq(chosen),
+            self.tlb_alloc_entry.pid.eq(chosen.pid),
             self.tlb_alloc_entry.home.eq(home_writes),
             self.tlb_alloc_entry.mask.eq(mask),
             self.tlb_alloc_entry.producer.eq(tag),
         ]
 
-    def _branch_fields(self, m, chosen, head, word, mask, r_a, r_b):
+    def _branch_fields(self, m, chosen: _Chosen):
         """The head as an ``if`` for the branch unit, valid only with ``branch.valid``; a
         memory branch's block is translated by the TLB."""
-        branch = self.branch
+        branch, head, word = self.branch, chosen.head, chosen.word
         m.d.comb += [
             self.tlb_branch_block.eq(word.a),
-            branch.pid.eq(chosen),
+            branch.pid.eq(chosen.pid),
             branch.pc.eq(head.pc),
             branch.target.eq(self._target(head.pc, word.c)),
             branch.cond.eq(word.k.branch.cond),
             # A memory branch is MR until the branch unit searches its block's writers.
             branch.kind.eq(Mux(word.k.branch.memory, BranchKind.MR, BranchKind.RR)),
-            branch.x.eq(r_a),
-            branch.y.eq(r_b),
+            branch.x.eq(chosen.r_a),
+            branch.y.eq(chosen.r_b),
             branch.block.eq(self.tlb_branch_phys),
-            branch.mask.eq(mask),
+            branch.mask.eq(chosen.mask),
         ]
+
+    def _gpr_write_fields(self, m, chosen: _Chosen):
+        """The register the head writes and its value, to every bank; only the chosen
+        bank's ``write_en`` (``_write_gpr``) waits for the stall logic."""
+        word, r_a, r_b, top = chosen.word, chosen.r_a, chosen.r_b, chosen.top
+        index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
+        with m.Switch(chosen.opcode):
+            with m.Case(Opcode.MOV):
+                m.d.comb += [index.eq(word.c), value.eq(word.a)]
+            with m.Case(Opcode.ADD):
+                m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
+            with m.Case(Opcode.MUL):
+                m.d.comb += [index.eq(word.c), value.eq(r_a * r_b)]
+            with m.Case(Opcode.LBEG):
+                m.d.comb += index.eq(word.b)
+            with m.Case(Opcode.LEND):
+                m.d.comb += [index.eq(top.counter), value.eq(chosen.counter + 1)]
+        for bank in self.gprs:
+            m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
+
+    def _checkpoint(self, m: Module, free_ids) -> Signal:
+        """The lowest free speculation ID, whose slot takes every process's checkpoint."""
+        new_id = Signal(bits_for(self._config.hts.spec_ids))
+        m.d.comb += new_id.eq(lowest_set(free_ids))
+        # Every cycle with a free ID, each process's GPRs and loop stack are copied into its
+        # slot: a speculated if decoded now takes that ID, so its checkpoint is there, and
+        # the copy's enables (thousands of flip-flops) do not wait for the stall.
+        for unit in (*self.gprs, *self.loops):
+            m.d.comb += [unit.checkpoint_en.eq(free_ids.any()), unit.checkpoint_slot.eq(new_id)]
+        return new_id
+
+    def _decode_one(self, m: Module, chosen: _Chosen, decoding, speculative_output, state: _State,
+                    new_id) -> _Effects:
+        """The head decodes: it is popped, then executed, or, in a zero-iteration loop being
+        skipped, only counted in the loop nesting."""
+        hts = self._config.hts
+        skip_depth = state.skip_depth
+        allocated_ids = Signal(hts.spec_ids)
+        new_mask = Signal(hts.spec_ids)
+        next_skip = Signal.like(skip_depth[0])
+        m.d.comb += next_skip.eq(skip_depth[chosen.pid])
+        effects = _Effects(allocated_ids, new_mask, next_skip)
+
+        with m.If(decoding):
+            m.d.comb += self.pop.bit_select(chosen.pid, 1).eq(1)
+            with m.If(chosen.skipping):
+                with m.If(chosen.opcode == Opcode.LBEG):
+                    m.d.comb += next_skip.eq(skip_depth[chosen.pid] + 1)
+                with m.Elif(chosen.opcode == Opcode.LEND):
+                    m.d.comb += next_skip.eq(skip_depth[chosen.pid] - 1)
+            with m.Else():
+                self._execute(m, chosen, speculative_output, state.free_ids, new_id, effects)
+        return effects
+
+    def _execute(self, m: Module, chosen: _Chosen, speculative_output, free_ids, new_id, effects: _Effects):
+        """The head executes: a task takes its tag, tracker entry, enqueue-stage slot and,
+        for a speculative output, its TLB entry; a control instruction acts here; an ``if``
+        goes to the branch unit."""
+        pid, word = chosen.pid, chosen.word
+        with m.Switch(chosen.opcode):
+            with m.Case(Opcode.TASK):
+                m.d.comb += [self.tracker_alloc.eq(1), self.enqueue.valid.eq(1),
+                             self.tlb_alloc.eq(speculative_output)]
+            with m.Case(Opcode.MOV):
+                self._write_gpr(m, pid)
+            with m.Case(Opcode.ADD):
+                self._write_gpr(m, pid)
+            with m.Case(Opcode.MUL):
+                self._write_gpr(m, pid)
+            with m.Case(Opcode.JUMP):
+                self._redirect(m, pid, self._target(chosen.head.pc, word.c))
+            with m.Case(Opcode.LBEG):
+                self._write_gpr(m, pid)
+                self._begin_loop(m, chosen, effects.next_skip)
+            with m.Case(Opcode.LEND):
+                self._write_gpr(m, pid)
+                self._end_loop(m, chosen)
+            with m.Case(Opcode.IF):
+                self._decode_branch(m, word, free_ids, new_id, effects.allocated_ids, effects.new_mask)
+
+    def _begin_loop(self, m: Module, chosen: _Chosen, next_skip):
+        """``lbeg``: a loop of zero iterations is skipped to its ``lend``; any other pushes
+        its frame on the chosen process's loop stack."""
+        word = chosen.word
+        with m.If(word.a == 0):
+            m.d.comb += next_skip.eq(1)
+        with m.Else():
+            for pid, stack in enumerate(self.loops):
+                with m.If(chosen.pid == pid):
+                    m.d.comb += [stack.push.eq(1),
+                                 stack.frame.body_start.eq(chosen.head.pc + 1),
+                                 stack.frame.counter.eq(word.b),
+                                 stack.frame.remaining.eq(word.a - mutable("loop_count_off_by_one", 1, 0))]
+
+    def _end_loop(self, m: Module, chosen: _Chosen):
+        """``lend``: the last iteration pops the loop's frame; any other counts it down and
+        loops back to the body."""
+        top = chosen.top
+        for pid, stack in enumerate(self.loops):
+            with m.If(chosen.pid == pid):
+                with m.If(top.remaining == 0):
+                    m.d.comb += stack.pop.eq(1)
+                with m.Else():
+                    m.d.comb += [stack.replace.eq(1), stack.frame.eq(top),
+                                 stack.frame.remaining.eq(top.remaining - 1)]
+        with m.If(top.remaining != 0):
+            self._redirect(m, chosen.pid, top.body_start)
 
     def _decode_branch(self, m, word, free_ids, new_id, allocated_ids, new_mask):
         """An ``if`` decodes: it goes to the branch unit; a speculated one takes the lowest
@@ -547,31 +669,33 @@ class Decode(wiring.Component):
         end = self._config.hts.program_words
         return Mux(target > end, end, target)
 
-    def _gpr_write_fields(self, m, opcode, word, r_a, r_b, counter, top):
-        """The register the head writes and its value, to every bank; only the chosen
-        bank's ``write_en`` (``_write_gpr``) waits for the stall logic."""
-        index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
-        with m.Switch(opcode):
-            with m.Case(Opcode.MOV):
-                m.d.comb += [index.eq(word.c), value.eq(word.a)]
-            with m.Case(Opcode.ADD):
-                m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
-            with m.Case(Opcode.MUL):
-                m.d.comb += [index.eq(word.c), value.eq(r_a * r_b)]
-            with m.Case(Opcode.LBEG):
-                m.d.comb += index.eq(word.b)
-            with m.Case(Opcode.LEND):
-                m.d.comb += [index.eq(top.counter), value.eq(counter + 1)]
-        for bank in self.gprs:
-            m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
-
-    def _write_gpr(self, m, chosen):
-        for pid, bank in enumerate(self.gprs):
-            with m.If(chosen == pid):
+    def _write_gpr(self, m, pid):
+        for index, bank in enumerate(self.gprs):
+            with m.If(pid == index):
                 m.d.comb += bank.write_en.eq(1)
 
-    def _redirect(self, m, chosen, pc):
-        m.d.comb += [self.redirect.bit_select(chosen, 1).eq(1)]
-        for pid in range(self._config.hts.processes):
-            with m.If(chosen == pid):
-                m.d.comb += self.redirect_pc[pid].eq(pc)
+    def _redirect(self, m, pid, pc):
+        m.d.comb += [self.redirect.bit_select(pid, 1).eq(1)]
+        for index in range(self._config.hts.processes):
+            with m.If(pid == index):
+                m.d.comb += self.redirect_pc[index].eq(pc)
+
+    def _end_of_cycle(self, m: Module, chosen: _Chosen, decoding, state: _State, effects: _Effects):
+        """The ID pool and each process's mask and skip depth at the edge: a start resets
+        them, a restore brings them back, a decode applies its effects; confirmed IDs
+        leave every mask."""
+        spec_mask, skip_depth, faulted = state.spec_mask, state.skip_depth, state.faulted
+        m.d.sync += state.free_ids.eq((state.free_ids & ~effects.allocated_ids) | self.freed_ids)
+        for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):
+            restore = self.restore[pid]
+            with m.If(self.start[pid]):
+                m.d.sync += [spec_mask[pid].eq(0), skip_depth[pid].eq(0), faulted.bit_select(pid, 1).eq(0)]
+            with m.Elif(restore.valid):
+                m.d.comb += [bank.restore_en.eq(1), bank.restore_slot.eq(restore.slot),
+                             stack.restore_en.eq(1), stack.restore_slot.eq(restore.slot)]
+                m.d.sync += [spec_mask[pid].eq(restore.mask & ~self.confirm), skip_depth[pid].eq(0)]
+            with m.Elif(decoding & (chosen.pid == pid)):
+                m.d.sync += [spec_mask[pid].eq((spec_mask[pid] | effects.new_mask) & ~self.confirm),
+                             skip_depth[pid].eq(effects.next_skip)]
+            with m.Else():
+                m.d.sync += spec_mask[pid].eq(spec_mask[pid] & ~self.confirm)
