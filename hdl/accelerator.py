@@ -27,7 +27,7 @@ __all__ = ["AcceleratorShell", "LatencyCore"]
 
 
 def writeback_cycles(config: SystemConfig, out_blocks):
-    """Cycles to write ``out_blocks`` back over the port: ``_transfer_cycles`` of the model."""
+    """Cycles to write ``out_blocks`` back over the port: ``transfer_cycles`` of the model."""
     words = out_blocks << (config.memory.block_words.bit_length() - 1)
     per_cycle = config.hts.copyback_words_per_cycle
     beats = (words + per_cycle - 1) // per_cycle

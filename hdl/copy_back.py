@@ -1,6 +1,6 @@
 """Copy-back engine: sends resolved TLB entries home, by retarget or by copy.
 
-RTL of ``HTSModel._copy_back`` and ``HTSModel._retarget`` (``models/hts.py``); see
+RTL of ``CopyBackEngine`` (``models/copy_back.py``); see
 docs/microarchitecture.md, "One cycle", steps 4 and 9, and "Copy-back and retarget". The
 TLB (``hts.hdl.tlb``) chooses the candidates; this engine sequences them, tells the rest
 of the design about a retarget, and moves the data of a copy.
@@ -11,7 +11,7 @@ Each cycle, independently:
   are rewritten and the entry removed at the clock edge.
 - **Copy.** One copy is in progress at a time. A copy started in cycle *t* with
   ``cycles`` = ⌈blocks × ``block_words`` / ``copyback_words_per_cycle``⌉ (at least 1,
-  the model's ``_transfer_cycles``) finishes in cycle *t + cycles*, when its TLB entry is
+  the model's ``transfer_cycles``) finishes in cycle *t + cycles*, when its TLB entry is
   removed (at the edge ending that cycle). In a cycle without a copy in progress, if a
   copy is ``wanted`` and the TLB offers a candidate, it starts. The cycle in which a copy
   finishes starts none, so the next may start at *t + cycles + 1*, as in the model.
@@ -84,7 +84,7 @@ class CopyBackEngine(wiring.Component):
     - ``retargetable_tags`` (out): producers that may still be retargeted: the tags in
       ``queued_tags``, and the ``current.tag`` of every busy shell whose
       ``writeback_started`` is low. For a running task the model's test is ``finishes - t
-      > _transfer_cycles(output blocks)``; a shell's ``writeback_started`` is its exact
+      > transfer_cycles(output blocks)``; a shell's ``writeback_started`` is its exact
       complement (``hts.hdl.accelerator.LatencyCore``), and it stays high from the
       finishing cycle until the grant, when the model has the task among the CDB
       tickets, not running;
@@ -215,7 +215,7 @@ class CopyBackEngine(wiring.Component):
 
         starting = Signal()
         m.d.comb += starting.eq(~self.copying & self.wanted & self.copy_valid)
-        # The model's _transfer_cycles: whole beats, as the beat divides the block, and
+        # The model's transfer_cycles: whole beats, as the beat divides the block, and
         # never 0, as a TLB entry maps at least one block.
         cycles = Signal(beats_shape)
         m.d.comb += [

@@ -1,8 +1,7 @@
 """Decode: one instruction of one process per cycle, picked round robin.
 
-RTL of the decode stage of ``models/hts.py`` (``_decode``, ``_why_not_decodable``,
-``_plan_task``, ``_decode_one``, ``_decode_task``, ``_decode_branch``) and of the
-front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, the
+RTL of the model's ``Decode`` (with ``BranchUnit.decode``, which takes an ``if``) and
+of the front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, the
 speculation mask and the skip depth of a zero-iteration loop. Control instructions
 execute here; a task is planned against the TLB, takes a tag (its tracker entry) and, if
 nothing stalls it, goes to the enqueue stage (``hdl/enqueue.py``), which searches the

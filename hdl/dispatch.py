@@ -1,6 +1,6 @@
 """Dispatch arbiter: the oldest offers of the reservation stations go to free accelerator instances.
 
-RTL of ``HTSModel._dispatch`` (``models/hts.py``); see docs/microarchitecture.md, "One
+RTL of ``Dispatch.dispatch`` (``models/dispatch.py``); see docs/microarchitecture.md, "One
 cycle", step 5. Each station offers its oldest ready task; an offer is eligible when its
 class has a free instance. The ``hts.dispatch_width`` oldest eligible offers go, each to
 the lowest free instance of its class.

@@ -179,7 +179,7 @@ class MemoryTracker(wiring.Component):
         - A free tag's row is kept empty, so a tag starts with an empty row: when it is
           allocated it touches no TLB home there was at the start of the cycle (decode
           reads the TM copy of an exact match, stalls on any other overlap of its reads,
-          and writes TM or a region no entry overlaps: ``_plan_task`` of ``models/hts.py``).
+          and writes TM or a region no entry overlaps: ``Decode._plan_task`` of ``models/decode.py``).
         - A TLB slot allocated last cycle (``young``): its column is computed now, against
           every entry as registered, the new task's included. Until this edge the column
           is stale, which nobody reads: the TLB does not offer a young entry for a

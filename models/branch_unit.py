@@ -10,16 +10,25 @@ reads the block like MR. The operands that come from registers are captured at d
 
 A speculated MR or BR branch holds a speculation ID and a checkpoint of the process's
 GPRs and loop stack; its process decodes on down the not-taken path meanwhile.
+
+:class:`BranchUnit` is the stage (RTL: ``hdl/branch_unit.py``). The pending branches
+live in each process's context, which it is given; it owns the free speculation IDs.
+What its resolutions mean for the rest of the scheduler (the tasks a squash removes,
+the masks a confirmation clears) it returns, for the top level to apply.
 """
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from hts.isa import Word
+from hts.isa import Word, branch_taken
 
 from .loop_stack import LoopFrame
 from .memory_tracker import MemoryTracker
 
-__all__ = ["PendingBranch", "Checkpoint"]
+if TYPE_CHECKING:       # decode.py imports this module for PendingBranch
+    from .decode import ProcessContext
+
+__all__ = ["PendingBranch", "Checkpoint", "BranchUnit", "Resolution"]
 
 
 @dataclass(frozen=True)
@@ -61,3 +70,134 @@ class PendingBranch:
         else:
             self.kind, self.resolves_at = "MR", t + latency
         self.searched = True
+
+
+@dataclass
+class Resolution:
+    """What the branch unit did in one cycle; the IDs take effect at the end of the cycle."""
+    squashed: list[PendingBranch] = field(default_factory=list)   # their processes are restored
+    resolved: list[tuple[PendingBranch, bool]] = field(default_factory=list)   # (branch, taken), in order
+    confirmed: list[int] = field(default_factory=list)   # IDs predicted right: they leave every mask
+    freed: list[int] = field(default_factory=list)       # IDs of squashed branches
+
+    @property
+    def progress(self) -> bool:
+        return bool(self.squashed or self.resolved)
+
+
+class BranchUnit:
+    def __init__(self, spec_ids: int, speculate: bool, memory_latency: int):
+        self.free_spec_ids = list(range(spec_ids))
+        self.speculate, self.memory_latency = speculate, memory_latency
+
+    def decode(self, t: int, proc: "ProcessContext", pc: int, word: Word, tlb) -> PendingBranch:
+        """Take the ``if`` at ``pc`` from decode; a memory branch reads its block through ``tlb``."""
+        branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
+        if not word.memory_branch:
+            branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
+            proc.branches.append(branch)
+            return branch
+        branch.kind, branch.block, branch.searched = "MR", tlb.translate_block(word.a, proc.pid), False
+        if self.speculate and word.speculate and self.free_spec_ids:
+            branch.spec_id = min(self.free_spec_ids)     # a priority encoder in hardware
+            self.free_spec_ids.remove(branch.spec_id)
+            branch.checkpoint = Checkpoint(proc.gprs.snapshot(), proc.loops.snapshot())
+            proc.spec_mask |= 1 << branch.spec_id
+        proc.branches.append(branch)
+        return branch
+
+    def resolve(self, t: int, processes: list["ProcessContext"], memory) -> Resolution:
+        """Last cycle's mispredictions squash; then the branches due now resolve.
+
+        A misprediction takes effect the cycle after its resolution (the squash is
+        registered): until then its process decodes on, and what it decodes carries the
+        mispredicted ID, so the squash removes it with the rest. A younger branch of the
+        process due in the cycle of the misprediction does not resolve: the squash removes it.
+        """
+        outcome = Resolution()
+        for proc in processes:
+            if proc.mispredicted is not None:
+                self._squash(t, proc, proc.mispredicted, outcome.freed)
+                outcome.squashed.append(proc.mispredicted)
+                proc.mispredicted = None
+        for proc in processes:
+            self._resolve_due(t, proc, memory, outcome)
+        return outcome
+
+    def _resolve_due(self, t: int, proc: "ProcessContext", memory, outcome: Resolution):
+        doomed = 0          # IDs mispredicted this cycle
+        for branch in [b for b in proc.branches if b.resolves_at == t]:
+            if branch not in proc.branches or branch.mask & doomed:     # under an older misprediction
+                continue
+            x = branch.x if branch.kind == "RR" else memory.first_word(branch.block)
+            taken = branch_taken(branch.word.cond, x, branch.y)
+            outcome.resolved.append((branch, taken))
+            proc.branches.remove(branch)
+            if branch.spec_id is None:
+                if taken:
+                    proc.queue.redirect(branch.target)
+                proc.resume_at = t + 1
+            elif taken:
+                proc.mispredicted = branch
+                doomed |= 1 << branch.spec_id
+            else:
+                outcome.confirmed.append(branch.spec_id)
+
+    @staticmethod
+    def _squash(t: int, proc: "ProcessContext", branch: PendingBranch, freed: list[int]):
+        """The front end goes back to the branch's checkpoint and fetches its target."""
+        bit = 1 << branch.spec_id
+        for younger in [b for b in proc.branches if b.mask & bit]:
+            proc.branches.remove(younger)
+            if younger.spec_id is not None:
+                freed.append(younger.spec_id)
+        proc.gprs.restore(branch.checkpoint.gprs)
+        proc.loops.restore(branch.checkpoint.loops)
+        proc.spec_mask = branch.mask
+        proc.skip_depth = 0
+        proc.queue.redirect(branch.target)
+        proc.resume_at = t + 1
+        freed.append(branch.spec_id)
+
+    def search(self, t: int, processes: list["ProcessContext"], tracker: MemoryTracker, broadcast: frozenset[int]):
+        """Memory branches decoded last cycle search the tracker for their block's writers."""
+        for proc in processes:
+            for branch in proc.branches:
+                if not branch.searched:
+                    branch.search(tracker, broadcast, t, self.memory_latency)
+
+    # ---- end of cycle ---------------------------------------------------------------------
+
+    def wake(self, t: int, processes: list["ProcessContext"], released: set[int]):
+        """BR branches whose last writer was released read their block from the next cycle."""
+        for proc in processes:
+            for branch in proc.branches:
+                if branch.kind == "BR" and branch.waits_for:
+                    branch.waits_for -= released
+                    if not branch.waits_for:
+                        branch.resolves_at = t + self.memory_latency
+
+    def confirm(self, spec_id: int, processes: list["ProcessContext"]):
+        """The ID leaves the masks of the processes and their branches, and is free again."""
+        clear = ~(1 << spec_id)
+        for proc in processes:
+            proc.spec_mask &= clear
+            for branch in [*proc.branches, *([proc.mispredicted] if proc.mispredicted else [])]:
+                branch.mask &= clear
+        self.free_spec_ids.append(spec_id)
+
+    def free(self, spec_ids: list[int]):
+        self.free_spec_ids.extend(spec_ids)
+
+    @staticmethod
+    def retarget(processes: list["ProcessContext"], tm: tuple[int, int], home_base: int):
+        """Branches reading the TM region ``tm`` read home instead (its producer now writes home)."""
+        for proc in processes:
+            for branch in proc.branches:
+                if tm[0] <= branch.block < tm[0] + tm[1]:
+                    branch.block += home_base - tm[0]
+
+    @staticmethod
+    def reads_tm(processes: list["ProcessContext"], home_blocks: int) -> bool:
+        """Whether a pending branch reads a block in TM (which keeps TM allocated)."""
+        return any(branch.block >= home_blocks for proc in processes for branch in proc.branches)

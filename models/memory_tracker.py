@@ -56,3 +56,10 @@ class MemoryTracker:
 
     def holds_pid(self, pid: int) -> bool:
         return any(entry is not None and entry.pid == pid for entry in self.entries)
+
+    def retarget(self, tm: Region, home: Region):
+        """Accesses to the TM copy ``tm`` go to ``home``: its producer now writes there."""
+        for tag, tracked in enumerate(self.entries):
+            if tracked is not None:
+                self.entries[tag] = TrackerEntry(tracked.pid, home if tracked.reads == tm else tracked.reads,
+                                                 home if tracked.writes == tm else tracked.writes)

@@ -1,29 +1,24 @@
 """The dispatch window and reservation stations as ``models/hts.py`` drives them, for the RTL tests.
 
-``ModelSurroundings`` carries just the parts of ``HTSModel`` that its window and station
-code touches, and borrows that code itself (``_issue``, ``_confirm``), so the tests step
-the top level's own logic. ``_squash`` and ``_end_of_cycle`` do much more than the
-queues need; their window and station lines are repeated here. (The queues hold no
-ranges, so the model's retargets, which rewrite ranges, have nothing to show on them;
-the tracker's test and the lockstep test of the whole scheduler cover them.) Also:
-random decoded tasks, and their conversion to and from ``queued_task_layout`` and
-``task_layout`` records.
+``ModelSurroundings`` holds a window and stations and moves tasks between them with the
+model's own issue stage (``Dispatch.issue``). The squash and end-of-cycle lines of
+``HTSModel`` that touch the queues are repeated here: the rest of those steps reaches
+blocks the queues do not hold. (The queues hold no ranges, so the model's retargets,
+which rewrite ranges, have nothing to show on them; the tracker's test and the lockstep
+test of the whole scheduler cover them.) Also: random decoded tasks, and their
+conversion to and from ``queued_task_layout`` and ``task_layout`` records.
 """
 
 import dataclasses
 import random
-from types import SimpleNamespace
 
 from rtl_sim import region_value
 
 from hts.config import SystemConfig
 from hts.isa import FIELDS
-from hts.models.cdb import CommonDataBus
-from hts.models.enqueue import EnqueueStage
-from hts.models.hts import HTSModel
-from hts.models.memory_tracker import MemoryTracker
+from hts.models.dispatch import Dispatch
 from hts.models.reservation_station import ReservationStation
-from hts.models.trace import Trace
+from hts.models.timing import TableLatency
 from hts.models.window import DecodedTask, DispatchWindow
 
 __all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
@@ -45,23 +40,13 @@ def config_named(request, name: str) -> SystemConfig:
 
 
 class ModelSurroundings:
-    """An ``HTSModel`` reduced to its window, its stations and what their code reads."""
-
-    _issue = HTSModel._issue
-    _confirm = HTSModel._confirm
-    _queued_and_running = HTSModel._queued_and_running
-    _enqueued = HTSModel._enqueued
+    """An ``HTSModel`` reduced to its window, its stations and its issue stage."""
 
     def __init__(self, config: SystemConfig):
         self.config = config
         self.window = DispatchWindow(config.hts.window)
-        self.enqueue = EnqueueStage()           # empty: the enqueue stage is not modelled here
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in config.accelerators]
-        self.tracker = MemoryTracker(0)
-        self.tlb = SimpleNamespace(entries=[])     # _confirm clears TLB masks too; the queues' tests have none
-        self.cdb = CommonDataBus(config.hts.cdb_width)
-        self.trace = Trace()
-        self.processes, self.in_progress, self.completed_speculative, self.free_spec_ids = [], [], [], []
+        self.dispatch = Dispatch(config.hts.dispatch_width, list(config.accelerators), TableLatency())
 
     def queued(self) -> list[DecodedTask]:
         return self.window.tasks + [task for station in self.stations for task in station.tasks]
@@ -75,13 +60,12 @@ class ModelSurroundings:
         return squashed
 
     def end_of_cycle(self, released: set[int], confirmed_bits: int):
-        """The window and station part of ``HTSModel._end_of_cycle``, in its order."""
+        """The window and station part of ``HTSModel._end_of_cycle`` (and of its ``_confirm``), in its order."""
         if released:
             for task in self.queued():
                 task.waits_for -= released
-        for spec_id in range(self.config.hts.spec_ids):
-            if confirmed_bits >> spec_id & 1:
-                self._confirm(spec_id)
+        for task in self.queued():
+            task.mask &= ~confirmed_bits
 
 
 def bit_set(bits: int) -> set[int]:

@@ -1,12 +1,10 @@
-"""The branch unit RTL against the branch code of ``models/hts.py``, cycle by cycle.
+"""The branch unit RTL against the model's ``BranchUnit`` (``models/branch_unit.py``), cycle by cycle.
 
-``BranchSurroundings`` is an ``HTSModel`` reduced to its processes' pending branches; it
-borrows the model's own ``_decode_branch``, ``_resolve_branches``, ``_search_branches``,
-``_squash``, ``_confirm``, ``_end_of_cycle``, ``_apply_retarget`` and ``_tm_in_use``.
-What those touch outside the branch unit (window, stations, tracker, TLB, memory, fetch)
-is a stand-in the test steers: the tracker answers the writers the test picks, the TLB
-the physical block it picks, the memory is a dict of first words, and fetch records
-redirects.
+``BranchSurroundings`` is an ``HTSModel`` reduced to its processes' pending branches and
+its branch unit; its end of cycle repeats the branch lines of ``HTSModel._end_of_cycle``.
+What the branch unit touches outside itself (tracker, TLB, memory, fetch) is a stand-in
+the test steers: the tracker answers the writers the test picks, the TLB the physical
+block it picks, the memory is a dict of first words, and fetch records redirects.
 """
 
 import dataclasses
@@ -21,13 +19,11 @@ from hts.config import load_config
 from hts.hdl.branch_unit import BranchUnit, slot_layout
 from hts.hdl.interfaces import BranchKind
 from hts.isa import RESERVED_ACCEL_ID, REGISTER_BITS, Opcode, Word
+from hts.models.branch_unit import BranchUnit as BranchUnitModel, Resolution
 from hts.models.decode import ProcessContext
 from hts.models.gpr import GPRBank
-from hts.models.enqueue import EnqueueStage
-from hts.models.hts import HTSModel
 from hts.models.loop_stack import LoopStack
 from hts.models.tlb import TLBEntry
-from hts.models.trace import Trace
 
 # The large scheduler simulates slowly (12 slots, four processes): fewer cycles there,
 # where four processes make more happen per cycle anyway.
@@ -62,43 +58,31 @@ class Tracker:
     """The memory tracker's answer for a branch's block: the writers the test chose."""
 
     def __init__(self):
-        self.entries, self.writers = [], frozenset()
+        self.writers = frozenset()
 
     def writers_of(self, block: int, ignoring: frozenset[int]) -> frozenset[int]:
         return self.writers - ignoring
 
-    def free(self, tag: int):
-        pass
-
 
 class BranchSurroundings:
-    _decode_branch = HTSModel._decode_branch
-    _resolve_branches = HTSModel._resolve_branches
-    _search_branches = HTSModel._search_branches
-    _squash = HTSModel._squash
-    _confirm = HTSModel._confirm
-    _end_of_cycle = HTSModel._end_of_cycle
-    _apply_retarget = HTSModel._apply_retarget
-    _queued_and_running = HTSModel._queued_and_running
-    _enqueued = HTSModel._enqueued
-    _tm_in_use = HTSModel._tm_in_use
-
     def __init__(self, config, memory: FirstWords):
         hts = config.hts
-        self.config, self.memory, self.speculate = config, memory, hts.speculation
+        self.memory = memory
+        self.unit = BranchUnitModel(hts.spec_ids, hts.speculation, config.timing.memory_latency)
         self.processes = [ProcessContext(pid, None, Fetch(), GPRBank(hts.gprs), LoopStack(hts.loop_depth))
                           for pid in range(hts.processes)]
         self.tracker = Tracker()
-        self.tlb = SimpleNamespace(entries=[], tm_next=0, translate_block=None)
-        self.window = SimpleNamespace(tasks=[])
-        self.enqueue = EnqueueStage()           # empty: the enqueue stage is not modelled here
-        self.stations, self.in_progress, self.completed_speculative = [], [], []
-        self.cdb = SimpleNamespace(tickets=[])
-        self.free_spec_ids = list(range(hts.spec_ids))
-        self.trace = Trace()
-        self._released_tags, self._released_instances = set(), []
-        self._confirmed, self._freed_spec_ids = [], []
-        self._dropped_spec_bits, self._copied_home, self._retargeted = 0, None, None
+        self.tlb = SimpleNamespace(translate_block=None)
+
+    def end_of_cycle(self, t: int, released: set[int], outcome: Resolution, retarget: TLBEntry | None):
+        """The branch lines of ``HTSModel._end_of_cycle``, in its order."""
+        if released:
+            self.unit.wake(t, self.processes, released)
+        for spec_id in outcome.confirmed:
+            self.unit.confirm(spec_id, self.processes)
+        self.unit.free(outcome.freed)
+        if retarget is not None:
+            self.unit.retarget(self.processes, (retarget.tm_base, retarget.home[1]), retarget.home[0])
 
     def branches(self):
         return [branch for proc in self.processes for branch in proc.branches]
@@ -204,7 +188,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
             assert ctx.get(dut.blocked) == bits(p.pid for p in model.processes if p.blocked), where
             assert ctx.get(dut.pending) == bits(p.pid for p in model.processes
                                                 if p.branches or p.mispredicted is not None), where
-            in_tm = model._tm_in_use()          # the model's tracker is empty: only branches count
+            in_tm = BranchUnitModel.reads_tm(model.processes, home)
             assert ctx.get(dut.reads_tm) == in_tm, where
             seen.update(reads_tm=in_tm)
             entries = read_slots(ctx.get(dut.entries.as_value()))
@@ -223,18 +207,16 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
             cdb = tags(0.08)
             released = cdb | tags(0.04) | (set(busy) if rng.random() < 0.05 else set())
             ctx.set(dut.broadcast, bits(released))
-            model._released_tags = set(released)
 
             # Step 3: resolution.
             due = [branch for branch in model.branches() if branch.resolves_at == cycle]
-            first = len(model.trace.events)
             for proc in model.processes:
                 proc.queue.redirected_to = None
-            model._resolve_branches(cycle)
-            events = model.trace.events[first:]
-            resolved = [e.fields for e in events if e.event == "branch"]
-            squashed = {e.fields["pid"]: e.fields["spec_id"] for e in events if e.event == "squash"}
-            confirmed, freed = list(model._confirmed), model._confirmed + model._freed_spec_ids
+            outcome = model.unit.resolve(cycle, model.processes, model.memory)
+            resolved = [{"pid": branch.pid, "pc": branch.pc, "kind": branch.kind, "taken": taken,
+                         "spec_id": branch.spec_id} for branch, taken in outcome.resolved]
+            squashed = {branch.pid: branch.spec_id for branch in outcome.squashed}
+            confirmed, freed = outcome.confirmed, outcome.confirmed + outcome.freed
             assert len(set(freed)) == len(freed), where
 
             resolving, taken = ctx.get(dut.resolving), ctx.get(dut.taken)
@@ -268,7 +250,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
             model.tracker.writers = frozenset({tag for tag in busy if rng.random() < 0.4} or {busy[0]}
                                               if rng.random() < 0.5 else ())
             ctx.set(dut.writers, bits(model.tracker.writers - cdb))
-            model._search_branches(cycle, frozenset(cdb))
+            model.unit.search(cycle, model.processes, model.tracker, frozenset(cdb))
             seen.update(branch.kind for branch in searching)
 
             # Step 8: decode, of a process that may decode now.
@@ -284,8 +266,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 x, y = proc.gprs[word.a], proc.gprs[word.b]      # A and B may name one register
                 block = rng.choice(blocks)
                 model.tlb.translate_block = lambda _block, _pid, block=block: block
-                model._decode_branch(cycle, proc, pc, word)
-                decoded = proc.branches[-1]
+                decoded = model.unit.decode(cycle, proc, pc, word, model.tlb)
                 memory_read = decoded.kind != "RR"
                 ctx.set(dut.alloc, {
                     "valid": 1, "pid": proc.pid, "pc": pc, "target": min(decoded.target, hts.program_words),
@@ -309,12 +290,10 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                     ctx.set(dut.alloc.block, block - tm_base + retarget.home[0])
                     seen.update(retargeted_at_decode=1)
             if retarget is not None:
-                model.tlb.entries.append(retarget)
-                model._retargeted = retarget
                 seen["retargeted"] += sum(retarget.tm_base <= b.block < retarget.tm_base + retarget.home[1]
                                           for b in model.branches())
             waiting = [(branch, branch.block) for branch in model.branches() if branch.waits_for]
-            model._end_of_cycle(cycle)
+            model.end_of_cycle(cycle, released, outcome, retarget)
             reads = {(slot_of(config, branch), block) for branch, block in waiting
                      if branch.resolves_at is not None and branch in model.branches()}
             seen.update(woken=len(reads), woken_at_search=any(branch in searching and branch.resolves_at is not None

@@ -1,13 +1,13 @@
-"""The copy-back engine RTL against ``HTSModel._copy_back`` and ``HTSModel._retarget``, cycle by cycle.
+"""The copy-back engine RTL against the model's (``models/copy_back.py``), cycle by cycle.
 
-The model's own ``_copy_back`` (with ``_retarget``) and ``_apply_retarget`` run on a
-reduced top level: a window of queued tasks, running tasks with their CDB tickets, a
-memory, and a TLB whose two choices (copyable, retargetable) the test makes at random
-among the entries the real TLB could offer, instead of searching: the engine only
-sequences them. Around the engine, real accelerator shells with latency cores run the
-dispatched tasks, so the engine's ``retargetable_tags`` are built from the shells'
-``writeback_started`` and checked against the model's ``finishes - t >
-_transfer_cycles`` test, and its retargets land on the shells. A memory behind the two
+The model's engine runs on a reduced top level, whose end of cycle repeats the task
+part of ``HTSModel._apply_retarget``: a window of queued tasks, running tasks with their
+CDB tickets, a memory, and a TLB whose two choices (copyable, retargetable) the test
+makes at random among the entries the real TLB could offer, instead of searching: the
+engine only sequences them. Around the engine, real accelerator shells with latency
+cores run the dispatched tasks, so the engine's ``retargetable_tags`` are built from the
+shells' ``writeback_started`` and checked against the model's ``finishes - t >
+transfer_cycles`` test, and its retargets land on the shells. A memory behind the two
 DMA ports answers as an always-ready memory, so copies take exactly the model's cycles;
 a second test stalls the memory at random and checks the data and the delay.
 """
@@ -27,12 +27,11 @@ from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.copy_back import CopyBackEngine
 from hts.hdl.interfaces import instance_numbering
 from hts.models.asr import Running
-from hts.models.enqueue import EnqueueStage
-from hts.models.hts import TLB_STALLS, HTSModel
+from hts.models.copy_back import CopyBackEngine as CopyBackModel, CopyBackStep, transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.memory_tracker import MemoryTracker
-from hts.models.tlb import TLBEntry
-from hts.models.trace import Trace
+from hts.models.tlb import CopyBack, TLBEntry
+
 
 def short_latencies(config, block_words: int | None = None, per_beat: int | None = None):
     """Latencies from 2 cycles up in steps of one block's transfer, so that running
@@ -119,30 +118,26 @@ class ScriptedTLB:
 
 
 class CopyBackSurroundings:
-    """An ``HTSModel`` reduced to what its copy-back engine and retargets read and rewrite."""
-
-    _copy_back = HTSModel._copy_back
-    _retarget = HTSModel._retarget
-    _transfer_cycles = HTSModel._transfer_cycles
-    _busy_regions = HTSModel._busy_regions
-    _apply_retarget = HTSModel._apply_retarget
-    _queued_and_running = HTSModel._queued_and_running
-    _enqueued = HTSModel._enqueued
+    """An ``HTSModel`` reduced to what its copy-back engine reads and its retargets rewrite."""
 
     def __init__(self, config, tlb: ScriptedTLB, memory: Memory):
-        self.config, self.tlb, self.memory = config, tlb, memory
+        self.tlb, self.memory = tlb, memory
+        self.engine = CopyBackModel(config)
         self.tracker = MemoryTracker(0)          # its rewrite is the tracker's own test
         self.window = SimpleNamespace(tasks=[])  # window and stations: the engine sees their tags only
-        self.enqueue = EnqueueStage()           # empty: the enqueue stage is not modelled here
-        self.stations = []
         self.in_progress: list[Running] = []
         self.cdb = SimpleNamespace(tickets=[])
-        self.processes = []
-        self.trace = Trace()
-        self.copyback = None
-        self._copied_home = self._retargeted = None
-        self._last_stalls: dict[int, str] = {}
-        self._drained: list[bool] = []
+
+    def step(self, t: int, wanted: bool) -> CopyBackStep:
+        return self.engine.step(t, self.tlb, self.tracker, self.memory, self.window.tasks, self.in_progress, wanted)
+
+    def retarget(self, entry: TLBEntry):
+        """The task part of ``HTSModel._apply_retarget``: the producer and its readers use home."""
+        tm = (entry.tm_base, entry.home[1])
+        for task in self.in_flight():
+            task.reads = entry.home if task.reads == tm else task.reads
+            task.writes = entry.home if task.writes == tm else task.writes
+        self.tlb.entries.remove(entry)
 
     def in_flight(self):
         return [*self.window.tasks, *(run.task for run in self.in_progress + self.cdb.tickets)]
@@ -209,13 +204,13 @@ def random_memory(config, seed: int) -> Memory:
     return memory
 
 
-def expected_beats(config, event) -> list[tuple[int, str, int]]:
+def expected_beats(config, copy: CopyBack) -> list[tuple[int, str, int]]:
     """The DMA requests of a copy against an always-ready memory: read beat k at t + k, write it at t + k + 1."""
     words, per_beat = config.memory.block_words, config.hts.copyback_words_per_cycle
-    start, fields = event.cycle, event.fields
-    beats = range(fields["cycles"])
-    return sorted([(start + k, "read", fields["tm"] * words + k * per_beat) for k in beats]
-                  + [(start + k + 1, "write", fields["home"][0] * words + k * per_beat) for k in beats])
+    start, entry = copy.started, copy.entry
+    beats = range(copy.finishes - start)
+    return sorted([(start + k, "read", entry.tm_base * words + k * per_beat) for k in beats]
+                  + [(start + k + 1, "write", entry.home[0] * words + k * per_beat) for k in beats])
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -266,12 +261,9 @@ def test_copy_back_matches_model(request, system, seed):
             # Copy-back and retarget, on last cycle's stall reasons (phases of demand).
             if t % 40 == 0:
                 demand = rng.choice([0.0, 0.5, 1.0])
-            model._last_stalls = {0: "tlb_full" if rng.random() < demand else "fetch"}
-            wanted = any(reason in TLB_STALLS for reason in model._last_stalls.values())   # the top level's
+            wanted = rng.random() < demand      # the top level's: a process stalled on the TLB
             tlb.asked_tags, tlb.copy_asked, tlb.copy_choice = None, False, None
-            events = len(model.trace.events)
-            model._copy_back(t)
-            emitted = {event.event: event for event in model.trace.events[events:]}
+            done = model.step(t, wanted)
 
             # Dispatch: a queued task to a free instance of its class (not one granted now).
             busy_now = {run.instance for run in granted}
@@ -307,7 +299,7 @@ def test_copy_back_matches_model(request, system, seed):
             # Drive the engine and the shells, as the model's cycle left them.
             inputs.set(engine.wanted, wanted)
             inputs.set(engine.queued_tags, sum(1 << tag for tag in queued_tags))
-            retargeted = model._retargeted
+            retargeted = done.retargeted
             ctx.set(engine.retarget_valid, retargeted is not None)
             if retargeted is not None:
                 ctx.set(engine.retarget_index, tlb.slots.of(retargeted))
@@ -332,24 +324,23 @@ def test_copy_back_matches_model(request, system, seed):
                 assert bit_set(ctx.get(engine.retargetable_tags)) == tlb.asked_tags, where
             assert ctx.get(engine.retarget) == (retargeted is not None), where
             trace = ctx.get(engine.trace_retarget)
-            assert trace.valid == ("retarget" in emitted), where
+            assert trace.valid == (retargeted is not None), where
             if retargeted is not None:
                 tm = ctx.get(engine.retarget_tm)
                 assert (tm.base, tm.blocks) == (retargeted.tm_base, retargeted.home[1]), where
                 home = ctx.get(engine.retarget_home)
                 assert (home.base, home.blocks) == retargeted.home, where
                 assert ctx.get(engine.retarget_producer) == retargeted.producer, where
-                fields = emitted["retarget"].fields
-                assert (trace.pid, trace.tag, [trace.home.base, trace.home.blocks], trace.tm) == (
-                    fields["pid"], fields["tag"], fields["home"], fields["tm"]), where
+                assert (trace.pid, trace.tag, (trace.home.base, trace.home.blocks), trace.tm) == (
+                    retargeted.pid, retargeted.producer, retargeted.home, retargeted.tm_base), where
             trace = ctx.get(engine.trace_copyback)
-            assert trace.valid == ("copyback" in emitted), where
-            if "copyback" in emitted:
-                fields = emitted["copyback"].fields
-                assert (trace.pid, [trace.home.base, trace.home.blocks], trace.tm, trace.cycles) == (
-                    fields["pid"], fields["home"], fields["tm"], fields["cycles"]), where
-                copy_started = emitted["copyback"]
-            removed = [entry for entry in (retargeted, model._copied_home) if entry is not None]
+            assert trace.valid == (done.started is not None), where
+            if done.started is not None:
+                copy_started = done.started
+                entry = copy_started.entry
+                assert (trace.pid, (trace.home.base, trace.home.blocks), trace.tm, trace.cycles) == (
+                    entry.pid, entry.home, entry.tm_base, copy_started.finishes - t), where
+            removed = [entry for entry in (retargeted, done.finished) if entry is not None]
             assert ctx.get(engine.remove) == sum(1 << tlb.slots.of(entry) for entry in removed), where
             for flat, shell in enumerate(shells):
                 assert not ctx.get(shell.retarget_refused), f"{where}, instance {flat}"
@@ -359,12 +350,12 @@ def test_copy_back_matches_model(request, system, seed):
                 seen["retarget of a running task"] += bool(running) and running[0].started < t
                 seen["retarget at dispatch"] += bool(running) and running[0].started == t
                 seen["retarget in the window"] += retargeted.producer in {task.tag for task in model.window.tasks}
-            seen.update(copies=int("copyback" in emitted), offers_ignored=not tlb.copy_asked and offered is not None,
-                        writing_back=sum(run.finishes - t <= model._transfer_cycles(run.task.writes[1])
+            seen.update(copies=int(done.started is not None), offers_ignored=not tlb.copy_asked and offered is not None,
+                        writing_back=sum(run.finishes - t <= transfer_cycles(config, run.task.writes[1])
                                          for run in model.in_progress))
 
             # End of cycle, in the order of HTSModel._end_of_cycle.
-            finished = model._copied_home
+            finished = done.finished
             released = {run.task.tag for run in granted}
             for entry in tlb.entries:
                 if entry.producer in released and not entry.producer_done:
@@ -380,25 +371,24 @@ def test_copy_back_matches_model(request, system, seed):
                     tlb.entries.remove(entry)
                     if not entry.producer_done:
                         model.window.tasks.remove(waiting[entry.producer])
-            if model._retargeted is not None:
-                model._apply_retarget(model._retargeted)
-                model._retargeted = None
+            if retargeted is not None:
+                model.retarget(retargeted)
             if finished is not None:
                 tlb.entries.remove(finished)
-                model.copyback = model._copied_home = None
+                model.engine.finish()
             if not tlb.entries and not any(task.writes[0] >= home_blocks for task in model.in_flight()):
                 tlb.tm_next = 0
             await ctx.tick()
 
-            assert ctx.get(engine.copying) == (model.copyback is not None), where
+            assert ctx.get(engine.copying) == (model.engine.under_way is not None), where
             for running in model.in_progress + model.cdb.tickets:
                 writes = ctx.get(shells[running.instance].current.writes)
                 assert (writes.base, writes.blocks) == running.task.writes, f"{where}, instance {running.instance}"
             if finished is not None:
-                assert [entry for entry in memory.log if entry[0] >= copy_started.cycle] == \
+                assert [entry for entry in memory.log if entry[0] >= copy_started.started] == \
                     expected_beats(config, copy_started), where
                 assert np.array_equal(memory.words, model.memory.words), f"{where}: memory differs after the copy"
-        if model.copyback is None:       # else the engine has written part of the copy, the model none
+        if model.engine.under_way is None:       # else the engine has written part of the copy, the model none
             assert np.array_equal(memory.words, model.memory.words), f"{system}, seed {seed}: memory differs"
 
     run(top, bench)
@@ -418,8 +408,6 @@ def test_copy_back_survives_memory_stalls(request, system, seed):
     rng = random.Random(seed)
     engine = CopyBackEngine(config)
     memory = BeatMemory(config, random_memory(config, seed).words, rng, stall=0.3, latencies=(1, 2, 3))
-    def transfer_cycles(blocks: int) -> int:
-        return HTSModel._transfer_cycles(SimpleNamespace(config=config), blocks)
 
     entries: list[TLBEntry] = []        # the TLB: every entry resolved and produced
     slots = Slots(hts.tlb_entries)
@@ -446,14 +434,14 @@ def test_copy_back_survives_memory_stalls(request, system, seed):
             trace = ctx.get(engine.trace_copyback)
             assert trace.valid == (copy is None and offered is not None), where
             if trace.valid:
-                assert trace.cycles == transfer_cycles(offered.home[1]), where
+                assert trace.cycles == transfer_cycles(config, offered.home[1]), where
                 copy = (t, offered)
             remove = ctx.get(engine.remove)
             memory.serve(ctx, engine, t)
             if remove:
                 start, entry = copy
                 assert remove == 1 << slots.of(entry), where
-                beats = transfer_cycles(entry.home[1])
+                beats = transfer_cycles(config, entry.home[1])
                 tm, home = entry.tm_base * words, entry.home[0] * words
                 log = [(kind, address) for cycle, kind, address in memory.log if cycle >= start]
                 assert [address for kind, address in log if kind == "read"] == \

@@ -1,4 +1,4 @@
-"""The dispatch arbiter RTL against ``HTSModel._dispatch``, cycle by cycle.
+"""The dispatch arbiter RTL against the model's ``Dispatch.dispatch``, cycle by cycle.
 
 The model's own ``_dispatch`` runs on stations and an ASR of the cycle model, filled with
 random tasks whose decode order (``seq``) is their age. The arbiter sees what the RTL
@@ -23,10 +23,9 @@ from hts.config import load_config
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.interfaces import instance_numbering
 from hts.models.asr import AcceleratorStatus
-from hts.models.hts import HTSModel
+from hts.models.dispatch import Dispatch
 from hts.models.reservation_station import ReservationStation
 from hts.models.timing import TableLatency
-from hts.models.trace import Trace
 
 CYCLES = 200
 SYSTEMS = ["default", "tiny", "large", "default-width2", "default-width3", "tiny-width2"]
@@ -49,19 +48,14 @@ class AnyInstruction:
 
 
 class DispatchSurroundings:
-    """An ``HTSModel`` reduced to what ``_dispatch`` reads: stations, ASR, timing, trace."""
-
-    _dispatch = HTSModel._dispatch
+    """What the model's dispatch stage reads and drives: stations, ASR, programs."""
 
     def __init__(self, config):
-        self.config, self.runtime, self.timing = config, False, TableLatency()
-        self.classes = list(config.accelerators)
-        self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
-        self.asr = AcceleratorStatus([acc.count for acc in self.classes])
-        program = SimpleNamespace(decoded=AnyInstruction())
-        self.processes = [SimpleNamespace(program=program) for _ in range(config.hts.processes)]
-        self.in_progress = []
-        self.trace = Trace()
+        classes = list(config.accelerators)
+        self.dispatch = Dispatch(config.hts.dispatch_width, classes, TableLatency())
+        self.stations = [ReservationStation(config.hts.rs_entries) for _ in classes]
+        self.asr = AcceleratorStatus([acc.count for acc in classes])
+        self.programs = [SimpleNamespace(decoded=AnyInstruction())] * config.hts.processes
 
 
 def age_matrix(rng: random.Random, tags: int, ages: dict[int, int]) -> list[int]:
@@ -126,10 +120,8 @@ def test_dispatch_matches_model(request, system, seed):
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 
-            events = len(model.trace.events)
-            model._dispatch(cycle)
-            dispatched = model.trace.events[events:]
-            granted = {event.fields["tag"]: event for event in dispatched}
+            dispatched = model.dispatch.dispatch(cycle, model.stations, model.asr, model.programs)
+            granted = {run.task.tag: run for run in dispatched}
             taken = [offers[c] is not None and offers[c].tag in granted for c in classes]
 
             assert ctx.get(dut.take) == sum(1 << c for c in classes if taken[c]), where
@@ -148,11 +140,11 @@ def test_dispatch_matches_model(request, system, seed):
             trace = ctx.get(dut.trace)
             for slot in range(hts.dispatch_width):
                 assert trace[slot].valid == (slot < len(dispatched)), f"{where}, slot {slot}"
-            for slot, event in enumerate(dispatched):
-                task = next(offer for offer in offers if offer is not None and offer.tag == event.fields["tag"])
-                assert trace[slot].instance == event.fields["instance"], f"{where}, slot {slot}"
+            for slot, started in enumerate(dispatched):
+                task = next(offer for offer in offers if offer is not None and offer.tag == started.task.tag)
+                assert trace[slot].instance == started.instance, f"{where}, slot {slot}"
                 assert whole_record_fields(trace[slot].task) == whole_task_fields(task), f"{where}, slot {slot}"
-                assert config.accelerators[trace[slot].task.accel_class].name == event.fields["accel"], where
+                assert trace[slot].task.accel_class == started.task.class_index, where
 
             eligible = sum(offers[c] is not None and free[c] is not None for c in classes)
             seen.update(dispatched=len(dispatched), several=len(dispatched) > 1,

@@ -1,7 +1,7 @@
 """The memory tracker RTL against ``hts.models.memory_tracker``, cycle by cycle.
 
-Retargets are checked against the top level's own rewrite, ``HTSModel._apply_retarget``,
-applied at the end of the cycle after the cycle's allocation and releases, as
+Retargets are checked against the model tracker's ``retarget`` (its part of the top
+level's rewrite, ``HTSModel._apply_retarget``), applied at the end of the cycle after the cycle's allocation and releases, as
 ``HTSModel.step`` orders them.
 
 ``touches`` is checked against every valid tag's ranges and the homes of a set of TLB
@@ -16,13 +16,11 @@ the tracker must not use. A slot's column is checked from the cycle after its al
 import dataclasses
 import random
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from rtl_sim import drive_retarget, region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
-from hts.models.hts import HTSModel
 from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry, overlaps
 from hts.models.tlb import TLBEntry
 
@@ -45,20 +43,6 @@ def random_region(rng: random.Random, home_blocks: int) -> tuple[int, int]:
 
 def touches(entry: TrackerEntry, home: tuple[int, int]) -> bool:
     return overlaps(entry.reads, home) or overlaps(entry.writes, home)
-
-
-class TrackerSurroundings:
-    """An ``HTSModel`` reduced to its tracker, for ``_apply_retarget``."""
-
-    _apply_retarget = HTSModel._apply_retarget
-
-    def __init__(self, count: int):
-        self.tracker = Model(count)
-        self.tlb = SimpleNamespace(entries=[])
-        self.processes = []
-
-    def _queued_and_running(self):
-        return iter(())
 
 
 def random_retarget(rng: random.Random, entries: list, released: set[int], new_entry,
@@ -93,8 +77,7 @@ def test_tracker_matches_model(request, preset, seed):
         config = request.getfixturevalue(f"{preset}_config")
     count, slots, home_blocks = config.hts.tracker_entries, config.hts.tlb_entries, config.memory.blocks
     dut, rng = MemoryTracker(config), random.Random(seed)
-    surroundings = TrackerSurroundings(count)
-    model = surroundings.tracker
+    model = Model(count)
     ages: dict[int, int] = {}          # tag -> decode order, for the age matrix
     tlb_homes: list = [None] * slots   # TLB slot -> its home, None when free
     seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
@@ -171,8 +154,7 @@ def test_tracker_matches_model(request, preset, seed):
                 seen["readers"] += sum(e is not None and e.reads == tm for e in model.entries)
                 seen["new reader"] += allocate and new_reads == tm
                 seen["producers"] += 1
-                surroundings.tlb.entries.append(retarget)
-                surroundings._apply_retarget(retarget)
+                model.retarget(tm, retarget.home)
             assert ctx.get(dut.valid) == sum(1 << t for t, e in enumerate(model.entries) if e is not None), where
             entries = ctx.get(dut.entries)
             for tag, expected_entry in enumerate(model.entries):

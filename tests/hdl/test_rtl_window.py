@@ -41,9 +41,7 @@ def test_window_matches_model(request, preset, seed):
             # The model, in the order of HTSModel.step: squash, issue, decode, end of cycle.
             squashed = model.squash(squash)
             waiting = [task.tag for task in window.tasks]
-            events = len(model.trace.events)
-            model._issue(cycle, list(station_room))
-            issued = [event.fields["tag"] for event in model.trace.events[events:]]
+            issued = [task.tag for task in model.dispatch.issue(window, model.stations, list(station_room))]
             for station in model.stations:        # not under test: issued tasks leave the picture
                 station.tasks.clear()
             window.tasks.extend(arriving)
