@@ -12,7 +12,8 @@ A speculated MR or BR branch holds a speculation ID and a checkpoint of the proc
 GPRs and loop stack; its process decodes on down the not-taken path meanwhile.
 
 :class:`BranchUnit` is the stage (RTL: ``hdl/branch_unit.py``). The pending branches
-live in each process's context, which it is given; it owns the free speculation IDs.
+live in each process's context, which it is given; decode allocates their speculation
+IDs (as in the RTL, decode holds the pool), and the IDs resolutions free go back to it.
 What its resolutions mean for the rest of the scheduler (the tasks a squash removes,
 the masks a confirmation clears) it returns, for the top level to apply.
 """
@@ -86,21 +87,20 @@ class Resolution:
 
 
 class BranchUnit:
-    def __init__(self, spec_ids: int, speculate: bool, memory_latency: int):
-        self.free_spec_ids = list(range(spec_ids))
-        self.speculate, self.memory_latency = speculate, memory_latency
+    def __init__(self, memory_latency: int):
+        self.memory_latency = memory_latency
 
-    def decode(self, t: int, proc: "ProcessContext", pc: int, word: Word, tlb) -> PendingBranch:
-        """Take the ``if`` at ``pc`` from decode; a memory branch reads its block through ``tlb``."""
+    def decode(self, t: int, proc: "ProcessContext", pc: int, word: Word, tlb, spec_id: int | None) -> PendingBranch:
+        """Take the ``if`` at ``pc`` from decode; a memory branch reads its block through ``tlb``
+        and, with a ``spec_id`` from decode's pool, is speculated not taken."""
         branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
         if not word.memory_branch:
             branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
             proc.branches.append(branch)
             return branch
         branch.kind, branch.block, branch.searched = "MR", tlb.translate_block(word.a, proc.pid), False
-        if self.speculate and word.speculate and self.free_spec_ids:
-            branch.spec_id = min(self.free_spec_ids)     # a priority encoder in hardware
-            self.free_spec_ids.remove(branch.spec_id)
+        if spec_id is not None:
+            branch.spec_id = spec_id
             branch.checkpoint = Checkpoint(proc.gprs.snapshot(), proc.loops.snapshot())
             proc.spec_mask |= 1 << branch.spec_id
         proc.branches.append(branch)
@@ -178,16 +178,12 @@ class BranchUnit:
                         branch.resolves_at = t + self.memory_latency
 
     def confirm(self, spec_id: int, processes: list["ProcessContext"]):
-        """The ID leaves the masks of the processes and their branches, and is free again."""
+        """The ID leaves the masks of the processes and their branches."""
         clear = ~(1 << spec_id)
         for proc in processes:
             proc.spec_mask &= clear
             for branch in [*proc.branches, *([proc.mispredicted] if proc.mispredicted else [])]:
                 branch.mask &= clear
-        self.free_spec_ids.append(spec_id)
-
-    def free(self, spec_ids: list[int]):
-        self.free_spec_ids.extend(spec_ids)
 
     @staticmethod
     def retarget(processes: list["ProcessContext"], tm: tuple[int, int], home_base: int):

@@ -110,9 +110,12 @@ class _Structures:
 
 
 class Decode:
-    def __init__(self, config: SystemConfig, programs: list[Program], step_limit: int, runtime: bool = False):
-        """``runtime``: the CPU decodes, busy for the memory accesses of each task it schedules."""
-        self.config, self.runtime = config, runtime
+    def __init__(self, config: SystemConfig, programs: list[Program], step_limit: int, runtime: bool = False,
+                 speculate: bool = False):
+        """``runtime``: the CPU decodes, busy for the memory accesses of each task it schedules.
+        ``speculate``: memory branches marked to speculate take a speculation ID while one is free."""
+        self.config, self.runtime, self.speculate = config, runtime, speculate
+        self.free_spec_ids = list(range(config.hts.spec_ids))
         self.class_of_id = {acc.id: index for index, acc in enumerate(config.accelerators)}
         # Instructions decoded per process (wrong-path ones too): a runaway loop stops.
         self.steps = [StepCounter(pid, program, step_limit) for pid, program in enumerate(programs)]
@@ -238,7 +241,20 @@ class Decode:
             if back is not None:
                 proc.queue.redirect(back)
         elif op == Opcode.IF:
-            blocks.branch_unit.decode(t, proc, pc, word, blocks.tlb)
+            blocks.branch_unit.decode(t, proc, pc, word, blocks.tlb, self.take_spec_id(word))
+
+    def take_spec_id(self, word) -> int | None:
+        """The speculation ID of the branch ``word``: the lowest free one (a priority encoder
+        in hardware), or None when it does not speculate."""
+        if not (word.memory_branch and self.speculate and word.speculate and self.free_spec_ids):
+            return None
+        spec_id = min(self.free_spec_ids)
+        self.free_spec_ids.remove(spec_id)
+        return spec_id
+
+    def free(self, spec_ids: list[int]):
+        """IDs confirmed or squashed (end of cycle) can be taken again."""
+        self.free_spec_ids.extend(spec_ids)
 
     def _decode_task(self, t: int, proc: ProcessContext, pc: int, word, plan: _TaskPlan,
                      blocks: _Structures) -> DecodedTask:

@@ -89,7 +89,8 @@ class HTSModel:
         self.processes = [ProcessContext.create(pid, program, config) for pid, program in enumerate(programs)]
         self.tracker = MemoryTracker(config.hts.tracker_entries)
         self.enqueue = EnqueueStage()
-        self.decode = Decode(config, programs, DEFAULT_STEP_LIMIT, self.runtime)
+        self.decode = Decode(config, programs, DEFAULT_STEP_LIMIT, self.runtime,
+                             speculate=scheduler == "hts" and config.hts.speculation)
         self.window = DispatchWindow(config.hts.window)
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
         self.dispatch = Dispatch(config.hts.dispatch_width, self.classes, self.timing,
@@ -97,8 +98,7 @@ class HTSModel:
         self.asr = AcceleratorStatus([acc.count for acc in self.classes])
         self.cdb = CommonDataBus(config.hts.cdb_width)
         self.tlb = TaskLookupBuffer(config.hts.tlb_entries, config.hts.tm_blocks, config.memory.blocks)
-        self.branch_unit = BranchUnit(config.hts.spec_ids, scheduler == "hts" and config.hts.speculation,
-                                      config.timing.memory_latency)
+        self.branch_unit = BranchUnit(config.timing.memory_latency)
         self.copy_back = CopyBackEngine(config)
         self.trace = Trace()
         self.cycle = 0
@@ -278,7 +278,7 @@ class HTSModel:
         self._released_tags, self._released_instances = set(), []
         for spec_id in self._confirmed:
             self._confirm(spec_id)
-        self.branch_unit.free(self._freed_spec_ids)
+        self.decode.free(self._confirmed + self._freed_spec_ids)
         self._confirmed, self._freed_spec_ids = [], []
         if self._dropped_spec_bits:
             self.tlb.entries = [e for e in self.tlb.entries if not e.mask & self._dropped_spec_bits]

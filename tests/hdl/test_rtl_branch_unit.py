@@ -1,7 +1,8 @@
 """The branch unit RTL against the model's ``BranchUnit`` (``models/branch_unit.py``), cycle by cycle.
 
-``BranchSurroundings`` is an ``HTSModel`` reduced to its processes' pending branches and
-its branch unit; its end of cycle repeats the branch lines of ``HTSModel._end_of_cycle``.
+``BranchSurroundings`` is an ``HTSModel`` reduced to its processes' pending branches, its
+branch unit and decode's speculation-ID pool (a ``Decode`` that decodes nothing else); its
+end of cycle repeats the branch lines of ``HTSModel._end_of_cycle``.
 What the branch unit touches outside itself (tracker, TLB, memory, fetch) is a stand-in
 the test steers: the tracker answers the writers the test picks, the TLB the physical
 block it picks, the memory is a dict of first words, and fetch records redirects.
@@ -20,7 +21,7 @@ from hts.hdl.branch_unit import BranchUnit, slot_layout
 from hts.hdl.interfaces import BranchKind
 from hts.isa import RESERVED_ACCEL_ID, REGISTER_BITS, Opcode, Word
 from hts.models.branch_unit import BranchUnit as BranchUnitModel, Resolution
-from hts.models.decode import ProcessContext
+from hts.models.decode import Decode, ProcessContext
 from hts.models.gpr import GPRBank
 from hts.models.loop_stack import LoopStack
 from hts.models.tlb import TLBEntry
@@ -68,7 +69,8 @@ class BranchSurroundings:
     def __init__(self, config, memory: FirstWords):
         hts = config.hts
         self.memory = memory
-        self.unit = BranchUnitModel(hts.spec_ids, hts.speculation, config.timing.memory_latency)
+        self.unit = BranchUnitModel(config.timing.memory_latency)
+        self.decode = Decode(config, [], 0, speculate=hts.speculation)
         self.processes = [ProcessContext(pid, None, Fetch(), GPRBank(hts.gprs), LoopStack(hts.loop_depth))
                           for pid in range(hts.processes)]
         self.tracker = Tracker()
@@ -80,7 +82,7 @@ class BranchSurroundings:
             self.unit.wake(t, self.processes, released)
         for spec_id in outcome.confirmed:
             self.unit.confirm(spec_id, self.processes)
-        self.unit.free(outcome.freed)
+        self.decode.free(outcome.confirmed + outcome.freed)
         if retarget is not None:
             self.unit.retarget(self.processes, (retarget.tm_base, retarget.home[1]), retarget.home[0])
 
@@ -266,7 +268,7 @@ def test_branch_unit_matches_model(request, preset, seed, cycles):
                 x, y = proc.gprs[word.a], proc.gprs[word.b]      # A and B may name one register
                 block = rng.choice(blocks)
                 model.tlb.translate_block = lambda _block, _pid, block=block: block
-                decoded = model.unit.decode(cycle, proc, pc, word, model.tlb)
+                decoded = model.unit.decode(cycle, proc, pc, word, model.tlb, model.decode.take_spec_id(word))
                 memory_read = decoded.kind != "RR"
                 ctx.set(dut.alloc, {
                     "valid": 1, "pid": proc.pid, "pc": pc, "target": min(decoded.target, hts.program_words),
