@@ -17,13 +17,19 @@ from .memory_tracker import MemoryTracker, Region
 from .tlb import CopyBack, TaskLookupBuffer, TLBEntry
 from .window import DecodedTask
 
-__all__ = ["CopyBackEngine", "CopyBackStep", "transfer_cycles", "busy_regions"]
+__all__ = ["CopyBackEngine", "CopyBackStep", "transfer_cycles", "busy_regions", "retarget_task"]
 
 
 def transfer_cycles(config: SystemConfig, blocks: int) -> int:
     """Cycles to move ``blocks`` over a memory port (copy-back, an accelerator's write-back)."""
     words = blocks * config.memory.block_words
     return max(1, -(-words // config.hts.copyback_words_per_cycle))
+
+
+def retarget_task(task: DecodedTask, entry: TLBEntry):
+    """A retarget's effect on a task in flight: the entry's TM copy becomes its home region."""
+    tm = (entry.tm_base, entry.home[1])
+    task.reads, task.writes = (entry.home if region == tm else region for region in (task.reads, task.writes))
 
 
 def busy_regions(tracker: MemoryTracker) -> list[tuple[int, Region]]:

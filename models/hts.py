@@ -32,13 +32,13 @@ from .asr import AcceleratorStatus, Running
 from .branch_unit import BranchUnit, PendingBranch
 from .cdb import CommonDataBus
 from .control import Fault
-from .copy_back import CopyBackEngine, transfer_cycles
+from .copy_back import CopyBackEngine, retarget_task, transfer_cycles
 from .decode import Decode, Decoded, ProcessContext, runtime_accesses
 from .dispatch import Dispatch
 from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
-from .memory_tracker import MemoryTracker, Region
+from .memory_tracker import MemoryTracker
 from .observation import CycleView, Occupancy
 from .reservation_station import ReservationStation
 from .timing import DeviceTiming, TableLatency
@@ -210,12 +210,8 @@ class HTSModel:
     def _apply_retarget(self, entry):
         """The producer writes home; readers remapped to its TM copy read home (end of cycle)."""
         tm = (entry.tm_base, entry.home[1])
-
-        def redirect(region: Region) -> Region:
-            return entry.home if region == tm else region
-
         for task in self._queued_and_running():
-            task.reads, task.writes = redirect(task.reads), redirect(task.writes)
+            retarget_task(task, entry)
         self.tracker.retarget(tm, entry.home)
         self.branch_unit.retarget(self.processes, tm, entry.home[0])
         self.tlb.entries.remove(entry)

@@ -8,17 +8,16 @@ shells of classes with different latencies run side by side on random traffic.
 """
 
 import dataclasses
+import functools
 import random
 
 import pytest
 from amaranth.hdl import Module
 from rtl_sim import region_value, run
 
-from hts.assembler import assemble
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.interfaces import task_layout
-from hts.models.hts import HTSModel
-from hts.models.memory import initial_memory
+from hts.models.copy_back import transfer_cycles
 
 
 def short_latencies(config):
@@ -74,9 +73,8 @@ def test_shell_timing_matches_model(request, system, seed):
     classes = [next(i for i, acc in enumerate(config.accelerators) if acc.name == name) for name in names]
     latencies = [config.accelerators[c].latency for c in classes]
     assert latencies[0] != latencies[1], "the test needs two different latencies"
-    model = HTSModel(config, [assemble("", config)], initial_memory(config))
     shells = [AcceleratorShell(config, LatencyCore(config, c)) for c in classes]
-    refs = [ShellModel(latency, model._transfer_cycles) for latency in latencies]
+    refs = [ShellModel(latency, functools.partial(transfer_cycles, config)) for latency in latencies]
     layout = task_layout(config)
     top = Module()
     for index, shell in enumerate(shells):

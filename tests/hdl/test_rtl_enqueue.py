@@ -4,20 +4,19 @@ Each cycle the testbench may hand the stage a decoded task, squash or confirm
 speculation IDs and retarget a TLB entry. The tracker is the model's, filled at random
 around the held task's own entry (which the search must leave out): the testbench
 answers the stage's query with the model tracker's search, as the tracker RTL would
-(its own test checks that search). Retargets reach the held task through the top
-level's own rewrite, ``HTSModel._apply_retarget``.
+(its own test checks that search). Retargets reach the held task through the model's
+own rewrite of a task in flight, ``hts.models.copy_back.retarget_task``.
 """
 
 import random
-from types import SimpleNamespace
 
 import pytest
 from rtl_sim import drive_retarget, region_value, run
 
 from hts.config import load_config
 from hts.hdl.enqueue import Enqueue
+from hts.models.copy_back import retarget_task
 from hts.models.enqueue import EnqueueStage
-from hts.models.hts import HTSModel
 from hts.models.memory_tracker import MemoryTracker, TrackerEntry
 from hts.models.tlb import TLBEntry
 from hts.models.window import DecodedTask
@@ -29,22 +28,6 @@ SPAN = 12          # regions fall in [HOME - SPAN, HOME + SPAN): overlaps and ex
 def random_region(rng: random.Random, top: int = HOME + SPAN) -> tuple[int, int]:
     blocks = rng.choice([0, 1, 1, 2, 3])
     return rng.randrange(HOME - SPAN, top - blocks), blocks
-
-
-class Surroundings:
-    """An ``HTSModel`` reduced to what ``_apply_retarget`` touches, with the stage's task queued."""
-
-    _apply_retarget = HTSModel._apply_retarget
-
-    def __init__(self, stage: EnqueueStage, tags: int):
-        self.enqueue = stage
-        self.tracker = MemoryTracker(tags)
-        self.tlb = SimpleNamespace(entries=[])
-        self.processes = []
-
-    def _queued_and_running(self):
-        if self.enqueue.task is not None:
-            yield self.enqueue.task
 
 
 def random_task(rng: random.Random, config, seq: int) -> DecodedTask:
@@ -101,7 +84,7 @@ def test_enqueue_stage_matches_the_model(seed):
     hts = config.hts
     dut = Enqueue(config)
     stage = EnqueueStage()
-    model = Surroundings(stage, hts.tracker_entries)
+    tracker = MemoryTracker(hts.tracker_entries)
     counts = {"appended": 0, "squashed": 0, "own tag left out": 0, "retargeted": 0}
 
     async def bench(ctx):
@@ -121,10 +104,10 @@ def test_enqueue_stage_matches_the_model(seed):
             drive_retarget(ctx, dut, retarget)
 
             # The tracker answers the held task's query, the broadcast tags aside.
-            random_tracker(rng, model.tracker, held)
+            random_tracker(rng, tracker, held)
             query = ctx.get(dut.query_reads), ctx.get(dut.query_writes)
             regions = [(int(region.base), int(region.blocks)) for region in query]
-            ctx.set(dut.depends, bits(model.tracker.dependences(*regions, ignoring=broadcast)))
+            ctx.set(dut.depends, bits(tracker.dependences(*regions, ignoring=broadcast)))
 
             assert ctx.get(dut.occupied) == (held is not None), where
             if held is not None and held.mask & squash:
@@ -133,7 +116,7 @@ def test_enqueue_stage_matches_the_model(seed):
                 counts["squashed"] += 1
             else:
                 assert not ctx.get(dut.squashed_tags), where
-                leaving = stage.step(model.tracker, broadcast)
+                leaving = stage.step(tracker, broadcast)
                 assert ctx.get(dut.append) == (leaving is not None), where
                 if leaving is not None:
                     assert regions == [leaving.reads, leaving.writes], where
@@ -146,7 +129,7 @@ def test_enqueue_stage_matches_the_model(seed):
                         (leaving.pid, leaving.pc, bits(leaving.waits_for)), where
                     counts["appended"] += 1
                     counts["own tag left out"] += leaving.tag not in broadcast and bool(
-                        model.tracker.dependences(leaving.reads, leaving.writes, frozenset()) & {leaving.tag})
+                        tracker.dependences(leaving.reads, leaving.writes, frozenset()) & {leaving.tag})
             assert ctx.get(dut.queued_tags) == (1 << held.tag if held is not None else 0), where
             await ctx.tick()
 
@@ -156,8 +139,7 @@ def test_enqueue_stage_matches_the_model(seed):
                 arriving.mask &= ~confirm
                 if retarget is not None:
                     before = arriving.reads, arriving.writes
-                    model.tlb.entries = [retarget]
-                    model._apply_retarget(retarget)
+                    retarget_task(arriving, retarget)
                     counts["retargeted"] += before != (arriving.reads, arriving.writes)
         assert all(counts.values()), counts
 
