@@ -218,8 +218,8 @@ def plot_timeline(trace: dict, path: str | Path, title: str):
 
 def plot_explore(rows: list[dict], front: set[str], path: str | Path, title: str):
     """``hts explore``'s points: cycles against LUT4 sites per program, the Pareto front
-    joined (``front`` holds its points' (label, program) pairs); without synthesis figures,
-    cycles per point."""
+    joined and labelled (``front`` holds its points' (label, program) pairs); without
+    synthesis figures, cycles per point."""
     programs = sorted({row["program"] for row in rows})
     colours = plt.get_cmap("tab10")
     fig, ax = plt.subplots(figsize=(8, 5))
@@ -227,12 +227,17 @@ def plot_explore(rows: list[dict], front: set[str], path: str | Path, title: str
         for index, program in enumerate(programs):
             mine = sorted((row for row in rows if row["program"] == program), key=lambda row: row["lut_sites"])
             ax.scatter([r["lut_sites"] for r in mine], [r["cycles"] for r in mine], color=colours(index), s=18,
-                       label=program)
+                       label=Path(program).name)
             edge = [row for row in mine if (row["point"], program) in front]
             ax.plot([r["lut_sites"] for r in edge], [r["cycles"] for r in edge], color=colours(index), linewidth=1)
-            for row in mine:
-                ax.annotate(row["point"], (row["lut_sites"], row["cycles"]), fontsize=6, xytext=(3, 3),
-                            textcoords="offset points")
+            # Only the front is labelled, by its values alone (the key order is in the title),
+            # alternately above and below: the points behind it are the ones nobody should build.
+            for step, row in enumerate(edge):
+                ax.annotate("/".join(part.partition("=")[2] for part in row["point"].split()),
+                            (row["lut_sites"], row["cycles"]), fontsize=7, xytext=(4, 5 if step % 2 else -11),
+                            textcoords="offset points", color=colours(index))
+        keys = "/".join(part.partition("=")[0] for part in rows[0]["point"].split())
+        title = f"{title}\nPareto fronts joined and labelled {keys}"
         ax.set_xlabel("LUT4 sites (hts synth, ECP5)")
         ax.legend(fontsize=7)
     else:
