@@ -12,6 +12,7 @@ from pathlib import Path
 from . import __version__
 from .config import DEFAULT_STEP_LIMIT, PRESETS, describe, load_config
 from .errors import HTSError
+from .fanout import add_arguments as add_fanout_arguments
 
 _CONFIG_HELP = f"system configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)"
 
@@ -468,17 +469,8 @@ def _read_text(path: str) -> str:
         raise HTSError(f"{path}: {error.strerror}") from None
 
 
-def _add_dask(p):
-    p.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                   help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
-    p.add_argument("--workers", type=_nonnegative_int, default=2,
-                   help="LocalCluster worker processes (default 2; 0: no cluster, one task after another here)")
-
-
 def _rtl_flags(rtl_classes) -> list[str]:
     return [flag for name in rtl_classes for flag in ("--rtl-accelerator", name)]
-
-
 
 
 def cmd_fuzz(args) -> int:
@@ -729,7 +721,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", metavar="FILE.png", default="benchmarks.png", help="chart (default benchmarks.png)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--seed", type=_nonnegative_int, default=0, help="seed of the initial memory contents (default 0)")
-    _add_dask(p)
+    add_fanout_arguments(p)
     p.set_defaults(run=cmd_bench)
 
     from .synth import LINT_WAIVERS, TARGETS, default_block
@@ -818,7 +810,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "accelerators.CLASS.FIELD for one")
     p.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     p.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
-    _add_dask(p)
+    add_fanout_arguments(p)
     p.add_argument("--within", type=float, default=5.0, metavar="PCT",
                    help="report the cheapest point within PCT%% of the best cycles (default 5)")
     p.add_argument("--csv", metavar="FILE", help="write the rows as CSV")
@@ -839,7 +831,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=_positive_int, default=100, help="seeds per simulator process (default 100)")
     p.add_argument("--axi", action="store_true",
                    help="load, start and end every run through the AXI4-Lite control registers (as hts cosim --axi)")
-    _add_dask(p)
+    add_fanout_arguments(p)
     p.add_argument("--json", metavar="FILE", help="write every seed's verdict, cycles and memory digest as JSON")
     _add_rtl_accelerator(p)
     p.add_argument("--coverage", action="store_true",

@@ -7,10 +7,26 @@ loses no item. With ``workers=0`` and no scheduler the items run one after anoth
 this process, with no cluster: for a debugger, and for tests that patch what a task calls.
 """
 
+import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
-__all__ = ["fan_out", "client_for"]
+__all__ = ["fan_out", "client_for", "add_arguments"]
+
+
+def add_arguments(parser: argparse.ArgumentParser):
+    """``--scheduler`` and ``--workers``, as every command that fans out takes them."""
+    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
+                        help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
+    parser.add_argument("--workers", type=_worker_count, default=2,
+                        help="LocalCluster worker processes (default 2; 0: no cluster, one task after another here)")
+
+
+def _worker_count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
 
 
 @contextmanager

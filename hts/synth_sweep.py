@@ -15,7 +15,7 @@ from pathlib import Path
 
 from .config import PRESETS, SystemConfig, load_config, with_value
 from .errors import HTSError
-from .fanout import fan_out
+from .fanout import add_arguments as add_fanout_arguments, fan_out
 from .plots import plot_synth_sweep
 from .synth import designs, synthesize
 
@@ -85,13 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--key", action="append", choices=[key for key, _, _ in SWEEPS],
                         help="run only this sweep (repeatable; default: every sweep)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON object")
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="run the points on an existing dask.distributed scheduler (default: a LocalCluster here)")
-    parser.add_argument("--workers", type=int, default=2,
-                        help="LocalCluster worker processes (default 2; 0: no cluster, one point after another here)")
+    add_fanout_arguments(parser)
     args = parser.parse_args(argv)
-    if args.workers < 0:
-        parser.error(f"--workers: {args.workers} is negative")
     try:
         config = load_config(args.config)
         existing = designs(config)
