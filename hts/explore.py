@@ -32,7 +32,7 @@ from .errors import HTSError
 from .fanout import fan_out
 from .output import atomic_path
 
-__all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "run_job", "parse_key", "load_sweep", "points", "explore",
+__all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "synth_jobs", "run_job", "parse_key", "load_sweep", "points", "explore",
            "cheapest_within", "pareto_front", "cache_root", "COLUMNS", "SYNTH_COLUMNS"]
 
 #: The columns of the table, the CSV and the JSON rows, in order (synthesis ones only with ``synth``).
@@ -152,17 +152,16 @@ class ModelJob:
 
 @dataclass(frozen=True)
 class SynthJob:
-    """``hts synth`` of one configuration's scheduler, shared by every program run on it."""
+    """``hts synth`` of one configuration's scheduler, shared by every point whose
+    configuration elaborates to the same RTL (``key``)."""
     config: SystemConfig
     label: str
+    key: str
 
     def run(self) -> dict:
         from .synth import synthesize
         result = synthesize(self.config, "hts", progress=lambda message: None)
         return {name: result[name] for name in ("lut_sites", "ffs", "brams", "fmax_mhz")}
-
-    def key(self, code: str) -> str:
-        return _digest("synth", _config_text(self.config), code, _tools(True))
 
     def describe(self) -> str:
         return f"{self.label} (synthesis)"
@@ -207,11 +206,33 @@ def _digest(*parts: str) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
 
 
-def code_digest(synth: bool) -> str:
-    """The sources a job's result depends on: the models, ISA and assembler; the RTL for synthesis."""
-    packages = ["hts.hdl"] if synth else ["hts.models", "hts.isa", "hts.assembler"]
-    return _package_digest(*packages) + hashlib.sha256(resources.files("hts").joinpath("config.py")
-                                                       .read_bytes()).hexdigest()
+def model_code_digest() -> str:
+    """The sources a model run depends on: the models, ISA, assembler and configuration."""
+    return _package_digest("hts.models", "hts.isa", "hts.assembler") + _file_digest("config.py")
+
+
+def _file_digest(name: str) -> str:
+    return hashlib.sha256(resources.files("hts").joinpath(name).read_bytes()).hexdigest()
+
+
+def synth_jobs(all_points: list[Point]) -> dict[str, SynthJob | str]:
+    """The synthesis each synthesized point's configuration needs, by configuration: one job
+    per distinct RTL, keyed by its RTLIL (so a refactor that leaves the hardware as it was
+    reuses the cache) and the flow and tools; or the error of elaborating it."""
+    from .synth import design_digest
+    flow = _file_digest("synth.py") + _tools(True)
+    by_config, by_key = {}, {}
+    for point in all_points:
+        text = _config_text(point.config)
+        if not point.synth or text in by_config:
+            continue
+        try:
+            key = _digest("synth", design_digest(point.config, "hts"), flow)
+        except Exception as error:              # reported as the point's failure, like a worker's
+            by_config[text] = f"{type(error).__name__}: {error}"
+            continue
+        by_config[text] = by_key.setdefault(key, SynthJob(point.config, point.label(), key))
+    return by_config
 
 
 # ---- the sweep ----------------------------------------------------------------------------
@@ -243,29 +264,31 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
     A point's row is its model figures, and with synthesis its configuration's synthesis
     figures (one synthesis per configuration, whatever the number of programs)."""
     model_jobs = {point: ModelJob(point) for point in all_points}
-    synth_jobs = {}
-    for point in all_points:
-        if point.synth:
-            synth_jobs.setdefault(_config_text(point.config), SynthJob(point.config, point.label()))
-    jobs = [*model_jobs.values(), *synth_jobs.values()]
-    code = {False: code_digest(False), True: code_digest(True) if synth_jobs else ""}
-    keys = {job: job.key(code[isinstance(job, SynthJob)]) for job in jobs}
+    if any(point.synth for point in all_points):
+        progress("[explore] elaborating each configuration for its synthesis cache key")
+    synthesis = synth_jobs(all_points)
+    unique = list(dict.fromkeys(job for job in synthesis.values() if isinstance(job, SynthJob)))
+    jobs = [*model_jobs.values(), *unique]
+    code = model_code_digest()
+    keys = {job: job.key if isinstance(job, SynthJob) else job.key(code) for job in jobs}
     results, errors = {}, {}
     for job in jobs:
         cached = cache_root() / f"{keys[job]}.json"
         if cached.exists():
             results[job] = json.loads(cached.read_text())
     todo = [job for job in jobs if job not in results]
-    progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(synth_jobs)} syntheses): "
+    progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(unique)} syntheses): "
              f"{len(jobs) - len(todo)} reused from the cache ({cache_root()}), {len(todo)} to run")
     if todo:
         _run_on_dask(todo, keys, results, errors, scheduler_address, workers, progress)
     outcomes = []
     for point, model in model_jobs.items():
-        parts = [model] + ([synth_jobs[_config_text(point.config)]] if point.synth else [])
-        failed = [f"{errors[job]}" for job in parts if job in errors]
+        parts = [model] + ([synthesis[_config_text(point.config)]] if point.synth else [])
+        failed = [part if isinstance(part, str) else errors[part] for part in parts
+                  if isinstance(part, str) or part in errors]
         row = None if failed else _row(point, *(results[job] for job in parts))
-        outcomes.append(Outcome(point, row, "; ".join(failed) or None, all(job not in todo for job in parts)))
+        outcomes.append(Outcome(point, row, "; ".join(failed) or None,
+                                all(part in results and part not in todo for part in parts)))
     return ExploreResult(outcomes, len(jobs), len(jobs) - len(todo))
 
 

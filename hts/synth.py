@@ -42,6 +42,7 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       nextpnr would spend hours failing. Its report has the counts and ``fmax_mhz`` null.
 """
 
+import hashlib
 import importlib
 import importlib.util
 import json
@@ -53,7 +54,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from amaranth.back import verilog
+from amaranth.back import rtlil, verilog
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 
@@ -62,7 +63,7 @@ from .errors import HTSError, Location, display_path
 from .output import atomic_path
 from .toolchain import tool_env
 
-__all__ = [
+__all__ = ["design_digest", 
     "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
     "write_verilog", "RegisteredPorts", "Target", "TARGETS", "yosys_script", "nextpnr_args",
     "parse_stat", "count_cells", "parse_report", "critical_path", "run_yosys", "synthesize",
@@ -123,6 +124,12 @@ def build(config: SystemConfig, block: str) -> wiring.Component:
     if block not in factories:
         raise HTSError(f"--block: unknown block {block!r} (blocks: {', '.join(factories)})")
     return factories[block]()
+
+
+def design_digest(config: SystemConfig, block: str) -> str:
+    """A digest of ``block``'s RTLIL without source locations: equal for equal hardware,
+    whatever the Python that describes it."""
+    return hashlib.sha256(rtlil.convert(build(config, block), emit_src=False).encode()).hexdigest()
 
 
 def verilog_text(component: wiring.Component, name: str) -> str:

@@ -127,3 +127,34 @@ def test_synthesized_points_equal_hts_synth(tmp_path, cluster):
     assert {key: row[key] for key in ("lut_sites", "ffs", "brams", "fmax_mhz")} == \
         {key: figures[key] for key in ("lut_sites", "ffs", "brams", "fmax_mhz")}
     assert row["wall_us"] == round(row["cycles"] / figures["fmax_mhz"], 2)
+
+
+def test_configurations_with_the_same_rtl_share_one_synthesis(monkeypatch):
+    """The synthesis cache key is the design's RTLIL: the CPU's L2 latency, a figure of the
+    software baselines only, leaves the scheduler's hardware as it is."""
+    import hts.synth
+    synthesized = []
+    monkeypatch.setattr(hts.synth, "synthesize", lambda config, block, progress: synthesized.append(config) or
+                        {"lut_sites": 1, "ffs": 1, "brams": 0, "fmax_mhz": 10.0})
+    spec = SweepSpec({"timing.l2_latency": (10, 99)}, {"audio": PROGRAM.read_text()})
+    result = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
+    assert len(synthesized) == 1 and result.jobs == 3
+    assert all(outcome.row["lut_sites"] == 1 for outcome in result.outcomes)
+
+
+def test_a_configuration_that_does_not_elaborate_fails_its_points_only(monkeypatch):
+    import hts.synth
+    real = hts.synth.design_digest
+
+    def design_digest(config, block):
+        if config.hts.window == 2:
+            raise HTSError("no RTL for this one")
+        return real(config, block)
+
+    monkeypatch.setattr(hts.synth, "design_digest", design_digest)
+    monkeypatch.setattr(hts.synth, "synthesize", lambda config, block, progress:
+                        {"lut_sites": 1, "ffs": 1, "brams": 0, "fmax_mhz": 10.0})
+    spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text()})
+    good, bad = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None).outcomes
+    assert good.row["lut_sites"] == 1 and good.error is None
+    assert bad.row is None and bad.error == "HTSError: no RTL for this one"
