@@ -4,14 +4,15 @@ run as Dask tasks, with a result cache, a table, CSV/JSON and a Pareto-front PNG
 Each point is one configuration (the base with one value per swept key) and one program.
 A point runs the cycle model (``hts``) and the naive baseline on the program; with
 ``synth``, its configuration's scheduler is synthesized too (``hts.synth``), once per
-configuration whatever the number of programs. Model runs and syntheses are Dask tasks:
+distinct RTL whatever the number of programs. Model runs and syntheses are Dask tasks:
 on a ``dask.distributed`` cluster (a ``LocalCluster`` on this machine by default, or the
 scheduler at ``scheduler_address``), and their results stream back as they finish; a task
 that raises is reported with its error and the others go on.
 
 Finished tasks are cached as JSON under ``$HTS_EXPLORE_CACHE`` (default
-``~/.cache/hts-explore``), keyed by the configuration, the program text, what was run and
-a digest of the code and tools that compute it, so a re-run computes only what changed.
+``~/.cache/hts-explore``): a model run by its configuration, program text and a digest of
+the model sources; a synthesis by its design's RTLIL, the flow and the tools. A re-run
+computes only what changed.
 Workers receive configurations and program text, never paths: they need no shared disk.
 """
 
