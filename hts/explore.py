@@ -265,9 +265,10 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
     A point's row is its model figures, and with synthesis its configuration's synthesis
     figures (one synthesis per configuration, whatever the number of programs)."""
     model_jobs = {point: ModelJob(point) for point in all_points}
+    synthesis = {}
     if any(point.synth for point in all_points):
         progress("[explore] elaborating each configuration for its synthesis cache key")
-    synthesis = synth_jobs(all_points)
+        synthesis = synth_jobs(all_points)
     unique = list(dict.fromkeys(job for job in synthesis.values() if isinstance(job, SynthJob)))
     jobs = [*model_jobs.values(), *unique]
     code = model_code_digest()
