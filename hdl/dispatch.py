@@ -12,9 +12,10 @@ from its matrix row, and each offer takes the rank of its tag. Ranks are distinc
 offers carry distinct tags of tasks in flight, whose ages the matrix orders totally.
 
 Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
-offer's record and the tracker entry of its tag, which together are the whole task the
-shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole task kept
-in every station entry (hdl/interfaces.py).
+offer's record and the tracker entry of its tag (regions, pid and pc from the tracker's
+flip-flops, task ID and metadata read from its distributed RAM by tag), which together are the whole
+task the shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole
+task kept in every station entry (hdl/interfaces.py).
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -23,10 +24,10 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import (dispatch_trace_layout, instance_numbering, occupy_layout, queued_task_layout, task_layout,
-                         tracker_entry_layout)
+from .interfaces import (dispatch_trace_layout, instance_numbering, occupy_layout, queued_task_layout,
+                         record_read_signature, task_layout, tracker_register_layout)
 from .mutation import mutable
-from .primitives import entry_at, entry_of, index_set, oldest, popcount, select, whole_task, youngest
+from .primitives import encode, entry_at, entry_of, index_set, oldest, popcount, select, whole_task, youngest
 
 __all__ = ["DispatchArbiter"]
 
@@ -38,8 +39,10 @@ class DispatchArbiter(wiring.Component):
 
     - ``offer_valid``, ``offer_task`` (in, from the reservation stations): per class,
       whether the station offers its oldest ready task, and that task's queued record;
-    - ``tasks`` (in, from the memory tracker): its entries, by tag: the rest of every
-      task in flight;
+    - ``tasks`` (in, from the memory tracker): its entries, by tag: the regions, pid and
+      pc of every task in flight;
+    - ``record_reads`` (out, to the memory tracker, :func:`~hts.hdl.interfaces.record_read_signature`):
+      per slot, the tag granted in it, and that tag's task ID and metadata back;
     - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
       is free, and the lowest free one (numbered within the class);
     - ``older`` (in, from the memory tracker): its age matrix; ``older[j]`` bit ``i`` is
@@ -74,7 +77,8 @@ class DispatchArbiter(wiring.Component):
         super().__init__({
             "offer_valid": In(classes),
             "offer_task": In(data.ArrayLayout(queued_task_layout(config), classes)),
-            "tasks": In(data.ArrayLayout(tracker_entry_layout(config), hts.tracker_entries)),
+            "tasks": In(data.ArrayLayout(tracker_register_layout(config), hts.tracker_entries)),
+            "record_reads": Out(record_read_signature(config)).array(hts.dispatch_width),
             "has_free": In(classes),
             "free_instance": In(data.ArrayLayout(config.widths.instance, classes)),
             "older": In(data.ArrayLayout(hts.tracker_entries, hts.tracker_entries)),
@@ -125,8 +129,9 @@ class DispatchArbiter(wiring.Component):
 
         # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
         # record, then its tag's tracker entry. With one way the granted tag is ``first``,
-        # already one-hot: its entry is an AND-OR on it, not a look-up behind the grant.
-        for slot, event in enumerate(self.trace):
+        # already one-hot: its ranges are an AND-OR on it, not a look-up behind the grant,
+        # and its record's RAM address is its encoding.
+        for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
             m.d.comb += [
@@ -134,8 +139,10 @@ class DispatchArbiter(wiring.Component):
                 queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(select(in_slot, self.free_instance)),
+                record.tag.eq(encode(first) if width == 1 else queued.tag),
                 *whole_task(event.task, queued,
-                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag)),
+                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag),
+                            record.record),
             ]
 
         for flat, (c, instance) in enumerate(instance_numbering(config)):

@@ -16,6 +16,7 @@ from hts.isa import FIELDS, REGISTER_BITS, Cond, FaultCause, Instruction
 
 __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_numbering", "flat_instance",
            "region_layout", "window_request_layout", "fault_layout", "tracker_entry_layout",
+           "tracker_register_layout", "task_record_layout", "record_read_signature",
            "queued_task_layout", "task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
            "tlb_entry_layout", "tlb_request_layout", "occupy_layout", "dma_signature", "core_signature",
@@ -81,6 +82,27 @@ def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:
     return data.StructLayout({"pid": config.widths.pid, "reads": region, "writes": region,
                               "pc": config.widths.pc, "task_id": _field_width("task_id"),
                               "metadata": _field_width("metadata")})
+
+
+def tracker_register_layout(config: SystemConfig) -> data.StructLayout:
+    """The part of a tracker entry kept in flip-flops: what searches read and retargets
+    rewrite (the regions), the pid, which a process's end reads from every entry, and the
+    pc, which the trace reads for the window's issue slots."""
+    return data.StructLayout({name: shape for name, shape in tracker_entry_layout(config).members.items()
+                              if name in ("pid", "pc", "reads", "writes")})
+
+
+def task_record_layout(config: SystemConfig) -> data.StructLayout:
+    """The part of a tracker entry that only the delivered task carries (task ID,
+    metadata): written once, read by tag, so the tracker keeps it in distributed RAM."""
+    return data.StructLayout({name: shape for name, shape in tracker_entry_layout(config).members.items()
+                              if name not in tracker_register_layout(config).members})
+
+
+def record_read_signature(config: SystemConfig) -> wiring.Signature:
+    """A read of a tag's task record, as the reader drives it: ``tag`` out, and the
+    ``record`` of that tag back in the same cycle (an asynchronous RAM read)."""
+    return wiring.Signature({"tag": Out(config.widths.tag), "record": In(task_record_layout(config))})
 
 
 def queued_task_layout(config: SystemConfig) -> data.StructLayout:

@@ -10,7 +10,9 @@ ranges in place (``_apply_retarget`` of ``models/hts.py``).
 An entry holds the rest of its task too (pid, pc, task ID, metadata): the window and the
 stations queue only tags, masks and waits, and the dispatch arbiter completes a granted
 task from here. The ranges a queued task carries in the model are the ones kept here,
-since both are written by decode and rewritten by the same retargets.
+since both are written by decode and rewritten by the same retargets. The part of an
+entry that only the delivered task carries (task ID, metadata) is kept in distributed RAM
+and read by tag (docs/hardware.md).
 
 It also keeps, registered, which TLB slots each entry touches, so that the TLB's copy-back
 choice reads one bit per (tag, slot) instead of comparing every home with every range
@@ -25,9 +27,11 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import region_layout, tracker_entry_layout
+from .interfaces import (record_read_signature, region_layout, task_record_layout, tracker_entry_layout,
+                         tracker_register_layout)
 from .mutation import mutable
-from .primitives import index_set, lowest_set, overlaps, record_register, retargeted_ranges, update_age_matrix
+from .primitives import (index_set, lowest_set, overlaps, record_ram, record_register, retargeted_ranges,
+                         update_age_matrix)
 
 __all__ = ["MemoryTracker"]
 
@@ -71,8 +75,11 @@ class MemoryTracker(wiring.Component):
 
     State read by other blocks:
 
-    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions, pid, pc,
-      task ID and metadata;
+    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions, pid and pc;
+    - ``record_reads`` (in, ``hts.dispatch_width`` of
+      :func:`~hts.hdl.interfaces.record_read_signature`, from the dispatch arbiter): each
+      names a tag and gets its task ID and metadata back, combinationally (an asynchronous
+      read of the distributed RAM, written at the clock edge like the rest of the entry);
     - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
       task ``j`` (both valid);
     - ``holds_tm`` (out, to the TLB's ``tm_idle``): some entry valid at the start of the
@@ -87,6 +94,7 @@ class MemoryTracker(wiring.Component):
         slots = config.hts.tlb_entries
         region = region_layout(config)
         entry = tracker_entry_layout(config)
+        self._record = task_record_layout(config)
         super().__init__({
             "query_reads": In(region),
             "query_writes": In(region),
@@ -108,7 +116,8 @@ class MemoryTracker(wiring.Component):
             "tlb_alloc_slot": In(bits_for(slots)),
             "tlb_alloc_home": In(region),
             "valid": Out(count),
-            "entries": Out(data.ArrayLayout(entry, count)),
+            "entries": Out(data.ArrayLayout(tracker_register_layout(config), count)),
+            "record_reads": In(record_read_signature(config)).array(config.hts.dispatch_width),
             "older": Out(data.ArrayLayout(count, count)),
             "holds_tm": Out(1),
             "touches": Out(data.ArrayLayout(slots, count)),
@@ -145,7 +154,7 @@ class MemoryTracker(wiring.Component):
         remaining = self.valid & ~self.release
         # The retarget is applied to the arriving entry and to each held one apart, so that
         # what it rewrites in held entries (for ``touches``) does not wait for decode.
-        arriving, _ = self._retargeted(m, self.free_tag, self.alloc_entry, "retargeted_arrival")
+        arriving, _ = self._retargeted(m, self.free_tag, self._ranges_of(m, self.alloc_entry), "retargeted_arrival")
         rewritten = []
         for tag in range(count):
             held, rewrote = self._retargeted(m, tag, self.entries[tag], f"retargeted_{tag}")
@@ -154,10 +163,27 @@ class MemoryTracker(wiring.Component):
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
         self._update_touches(m, rewritten)
+        self._records(m)
         # The new task is younger than every task staying, and older than none.
         update_age_matrix(m, older, writing, [remaining] * count)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
+
+    def _ranges_of(self, m: Module, entry):
+        """The flip-flop part of a whole tracker entry."""
+        ranges = Signal(self.entries.shape().elem_shape, name="arriving_registers")
+        m.d.comb += [getattr(ranges, name).eq(getattr(entry, name)) for name, _ in ranges.shape()]
+        return ranges
+
+    def _records(self, m: Module):
+        """Task ID and metadata in distributed RAM: the free tag's written every cycle,
+        like its registers (only ``alloc`` waits for decode), one read port per reader."""
+        arriving = Signal(self._record, name="arriving_record")
+        m.d.comb += [getattr(arriving, name).eq(getattr(self.alloc_entry, name)) for name, _ in self._record]
+        readers = list(self.record_reads)
+        records = record_ram(m, "records", self._record, self._count, self.free_tag, self.has_free, arriving,
+                             [reader.tag for reader in readers])
+        m.d.comb += [reader.record.eq(record) for reader, record in zip(readers, records)]
 
     def _in_tm(self, region):
         return (region.blocks != 0) & (region.base >= self._home_blocks)
@@ -168,7 +194,7 @@ class MemoryTracker(wiring.Component):
         Entries not in use are rewritten too: their contents are never read, so the valid
         bit need not gate the rewrite.
         """
-        result = Signal.like(self.alloc_entry, name=name)
+        result = Signal.like(entry, name=name)
         reads, writes, rewrote = retargeted_ranges(entry, tag, self)
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote

@@ -1,7 +1,7 @@
 """Hardware idioms the RTL blocks share, each written once.
 
-The generic ones (select, encoders, tag sets, counts, age matrices) are tested once, in
-tests/hdl/test_primitives.py. The rest work on values of the layouts of
+The generic ones (select, encoders, tag sets, counts, age matrices, record RAM) are tested
+once, in tests/hdl/test_primitives.py. The rest work on values of the layouts of
 ``hts.hdl.interfaces`` (look-up by tag, region overlap, retarget, whole task) or keep a
 record without reset (:func:`record_register`); the tests of the blocks using them
 cover them.
@@ -18,11 +18,12 @@ from functools import reduce
 
 from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import data
+from amaranth.lib.memory import Memory
 
 from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
-           "update_age_matrix", "entry_of", "entry_at", "record_register", "region_end", "overlaps",
+           "update_age_matrix", "entry_of", "entry_at", "record_register", "record_ram", "region_end", "overlaps",
            "retargeted_ranges", "whole_task"]
 
 
@@ -137,6 +138,31 @@ def record_register(m: Module, port, name: str) -> Signal:
     register = Signal(port.shape(), name=name, reset_less=True)
     m.d.comb += port.eq(register)
     return register
+
+
+def record_ram(m: Module, name: str, shape, depth: int, write_addr, write_en, write_data, read_addrs) -> list:
+    """Records of ``shape`` written at ``write_addr`` at the clock edge (when ``write_en``)
+    and read at each of ``read_addrs`` in the same cycle, without a clock: a memory with
+    asynchronous read ports, which Yosys maps to distributed RAM (TRELLIS_DPR16X4 on
+    ECP5). A read of the address being written gives the old record. One record is a
+    register (a memory without address bits does not lint). No reset: the caller keeps
+    the valid bits (:func:`record_register`).
+    """
+    if depth == 1:
+        register = Signal(shape, name=name, reset_less=True)
+        with m.If(write_en):
+            m.d.sync += register.eq(write_data)
+        return [register for _ in read_addrs]
+    memory = Memory(shape=shape, depth=depth, init=[])
+    m.submodules[name] = memory
+    write = memory.write_port()
+    m.d.comb += [write.addr.eq(write_addr), write.en.eq(write_en), write.data.eq(write_data)]
+    records = []
+    for address in read_addrs:
+        read = memory.read_port(domain="comb")
+        m.d.comb += read.addr.eq(address)
+        records.append(read.data)
+    return records
 
 
 def region_end(region) -> Value:

@@ -16,7 +16,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import Instruction
 
 from .interfaces import fetch_pc_width
-from .primitives import entry_of
+from .primitives import record_ram
 
 __all__ = ["TaskQueue", "queue_entry_layout"]
 
@@ -106,15 +106,17 @@ class TaskQueue(wiring.Component):
         read = program.read_port(domain="sync", transparent_for=(load,))
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.eq(self.load_data)]
 
-        # A ring of registers, and a copy of the head entry in a register of its own, so that
-        # decode starts from a flip-flop rather than from a multiplexer over the ring (or
-        # the block RAM's output). Meaningful only between head and tail: no reset
-        # (record_register, hdl/primitives.py).
-        entries = Signal(data.ArrayLayout(self._entry, depth), reset_less=True)
+        # A ring in distributed RAM (written at the tail, read behind the head without a
+        # clock), and a copy of the head entry in a register of its own, so that decode
+        # starts from a flip-flop rather than from the ring (or the block RAM's output).
+        # Meaningful only between head and tail: no reset (record_register,
+        # hdl/primitives.py).
         head_entry = Signal(self._entry, reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
-        behind = entry_of(entries, _next_index(head, depth))
+        arriving = Signal(self._entry)
+        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data)]
+        behind, = record_ram(m, "ring", self._entry, depth, tail, self.fetched, arriving, [_next_index(head, depth)])
         m.d.comb += [
             self.behind_valid.eq(self.occupancy > 1 if depth > 1 else 0),   # (a constant compare would not lint)
             self.behind_word.eq(behind.word),
@@ -149,10 +151,8 @@ class TaskQueue(wiring.Component):
         with m.Else():
             with m.If(self.pop):
                 m.d.sync += head.eq(_next_index(head, depth))
-            arriving = Signal(self._entry)
-            m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data)]
             with m.If(self.fetched):
-                m.d.sync += [entries[tail].eq(arriving), tail.eq(_next_index(tail, depth))]
+                m.d.sync += tail.eq(_next_index(tail, depth))
             # The next head: the entry behind the head if there is one, else what arrives.
             with m.If(self.pop & self.behind_valid):
                 m.d.sync += head_entry.eq(behind)

@@ -97,7 +97,8 @@ def _print_synth_table(result: dict):
     print(f"{result['block']} (module {result['module']}) on {result['config']}: "
           f"{result['device']} ({result['target']}), out of context")
     rows = [("LUTs", "LUT4", result["luts"], ""),
-            ("carry", "CCU2C", result["carry_cells"], f"2 LUT4s each: {result['lut_sites']} LUT4 sites in all"),
+            ("carry", "CCU2C", result["carry_cells"], "2 LUT4 sites each"),
+            ("LUT RAM", "DPR16X4", result["lut_rams"], f"6 LUT4 sites each: {result['lut_sites']} LUT4 sites in all"),
             ("FFs", "TRELLIS_FF", result["ffs"], ""),
             ("block RAM", "DP16KD", result["brams"], ""),
             ("DSPs", "MULT18X18D", result["dsps"], ""),

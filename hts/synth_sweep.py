@@ -63,12 +63,12 @@ def sweep(config: SystemConfig, key: str, values, block: str, freq_mhz: float,
 
 def _print_table(key: str, block: str, rows: list[dict]):
     print(f"{block}: {key}")
-    print(f"{key.rpartition('.')[2]:>16}{'LUT4':>8}{'CCU2C':>8}{'LUT4 sites':>12}{'FFs':>8}{'BRAM':>6}"
+    print(f"{key.rpartition('.')[2]:>16}{'LUT4':>8}{'CCU2C':>8}{'DPR16X4':>9}{'LUT4 sites':>12}{'FFs':>8}{'BRAM':>6}"
           f"{'DSP':>6}{'Fmax MHz':>10}")
     for row in rows:
         fmax = "-" if row["fmax_mhz"] is None else f"{row['fmax_mhz']:.1f}"
-        print(f"{row['value']:>16}{row['luts']:>8}{row['carry_cells']:>8}{row['lut_sites']:>12}{row['ffs']:>8}"
-              f"{row['brams']:>6}{row['dsps']:>6}{fmax:>10}")
+        print(f"{row['value']:>16}{row['luts']:>8}{row['carry_cells']:>8}{row['lut_rams']:>9}{row['lut_sites']:>12}"
+              f"{row['ffs']:>8}{row['brams']:>6}{row['dsps']:>6}{fmax:>10}")
 
 
 def main(argv: list[str] | None = None) -> int:

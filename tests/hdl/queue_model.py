@@ -22,7 +22,8 @@ from hts.models.timing import TableLatency
 from hts.models.window import DecodedTask, DispatchWindow
 
 __all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
-           "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record", "tracker_entry_record",
+           "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record", "task_record_value",
+           "tracker_register_record", "tracker_entry_record",
            "whole_record_fields", "whole_task_fields", "whole_task_record"]
 
 CONFIGS = ["default", "tiny", "wide", "wide3"]
@@ -135,10 +136,19 @@ def record_fields(record) -> dict:
     return {"tag": record.tag, "accel_class": record.accel_class, "mask": record.mask, "waits": bit_set(record.waits)}
 
 
+def tracker_register_record(task: DecodedTask) -> dict:
+    """The regions, pid and pc of a model task, as the tracker's ``entries`` show them for its tag."""
+    return {"pid": task.pid, "pc": task.pc, "reads": region_value(task.reads), "writes": region_value(task.writes)}
+
+
+def task_record_value(task: DecodedTask) -> dict:
+    """The task ID and metadata of a model task, as a tracker record read gives them."""
+    return {"task_id": task.task_id, "metadata": task.metadata}
+
+
 def tracker_entry_record(task: DecodedTask) -> dict:
     """The rest of a model task, as the ``tracker_entry_layout`` record of its tag."""
-    return {"pid": task.pid, "pc": task.pc, "task_id": task.task_id, "reads": region_value(task.reads),
-            "writes": region_value(task.writes), "metadata": task.metadata}
+    return {**tracker_register_record(task), **task_record_value(task)}
 
 
 def whole_task_record(task: DecodedTask) -> dict:

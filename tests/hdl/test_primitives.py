@@ -2,19 +2,19 @@
 
 Combinational idioms are driven with every input of a few small widths (every choice of
 slots, for the age-matrix picks, over random valid age matrices); the age-matrix update
-with random arrivals, cycle by cycle.
+with random arrivals and the record RAM with random writes and reads, cycle by cycle.
 """
 
 import itertools
 import random
 
 import pytest
-from amaranth.hdl import Cat, Module, Signal, Value
+from amaranth.hdl import Cat, ClockDomain, Module, Signal, Value
 from amaranth.lib import data
 from amaranth.sim import Simulator
 from rtl_sim import run, seeds
 
-from hts.hdl.primitives import (encode, fewer_than, index_set, lowest_set, oldest, popcount, select,
+from hts.hdl.primitives import (encode, fewer_than, index_set, lowest_set, oldest, popcount, record_ram, select,
                                 update_age_matrix, wire, youngest)
 
 WIDTHS = range(1, 6)
@@ -191,3 +191,38 @@ def test_update_age_matrix_writes_arriving_rows_and_clears_their_columns(width):
 
     run(m, bench)
 
+
+
+@pytest.mark.parametrize("depth", [1, 2, 5, 16])
+def test_record_ram_reads_what_was_last_written_at_each_address_in_the_same_cycle(depth):
+    m = Module()
+    address_bits = max(1, (depth - 1).bit_length())
+    write_addr, write_en, write_data = Signal(address_bits), Signal(), Signal(data.StructLayout({"a": 3, "b": 9}))
+    read_addrs = [Signal(address_bits, name=f"read{port}") for port in range(2)]
+    records = record_ram(m, "ram", write_data.shape(), depth, write_addr, write_en, write_data, read_addrs)
+    assert len(records) == len(read_addrs)
+    rng = random.Random(depth)
+    contents: dict[int, int] = {}
+
+    async def bench(ctx):
+        for cycle in range(300):
+            written = rng.randrange(depth)
+            value = {"a": rng.getrandbits(3), "b": rng.getrandbits(9)}
+            enable = rng.random() < 0.6
+            ctx.set(write_addr, written)
+            ctx.set(write_en, enable)
+            ctx.set(write_data, value)
+            for port, address in enumerate(read_addrs):
+                # Reads of the address written now are checked too: they give the old record.
+                read = written if port == 0 else rng.randrange(depth)
+                ctx.set(address, read)
+                if read in contents:
+                    got = ctx.get(records[port])
+                    assert {"a": got.a, "b": got.b} == contents[read], f"cycle {cycle}, port {port}"
+            await ctx.tick()
+            if enable:
+                contents[written] = value
+        assert len(contents) == depth
+
+    m.domains.sync = ClockDomain()
+    run(m, bench)

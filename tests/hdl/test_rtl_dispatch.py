@@ -4,7 +4,8 @@ The model's own ``_dispatch`` runs on stations and an ASR of the cycle model, fi
 random tasks whose decode order (``seq``) is their age. The arbiter sees what the RTL
 stations, ASR and tracker would show it: each station's oldest ready task (its queued
 record), each class's lowest free instance, the tracker entries holding the rest of every
-task in flight, and the age matrix of the tags in flight (with junk in the entries, rows
+task in flight (regions, pid and pc as registers, the rest answering the arbiter's record reads
+by tag), and the age matrix of the tags in flight (with junk in the entries, rows
 and columns of free tags, as the tracker leaves them). A granted task must reach its
 shell and the trace whole: queued record and its tag's entry.
 """
@@ -16,7 +17,8 @@ from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from queue_model import TaskSource, task_record, tracker_entry_record, whole_record_fields, whole_task_fields
+from queue_model import (TaskSource, task_record, task_record_value, tracker_register_record, whole_record_fields,
+                         whole_task_fields)
 from rtl_sim import run
 
 from hts.config import load_config
@@ -114,9 +116,14 @@ def test_dispatch_matches_model(request, system, seed):
             ctx.set(dut.has_free, sum(1 << c for c in classes if free[c] is not None))
             ctx.set(dut.free_instance, [instance or 0 for instance in free])
             ctx.set(dut.older, age_matrix(rng, hts.tracker_entries, ages))
-            entries = {task.tag: tracker_entry_record(task) for task in in_flight()}
-            ctx.set(dut.tasks, [entries.get(tag, tracker_entry_record(source.task(tag, [])))
+            tasks = {task.tag: task for task in in_flight()}
+            junk = [source.task(tag, []) for tag in range(hts.tracker_entries)]
+            ctx.set(dut.tasks, [tracker_register_record(tasks.get(tag, junk[tag]))
                                 for tag in range(hts.tracker_entries)])
+            # The tracker's RAM answers each record read in the same cycle.
+            for read in dut.record_reads:
+                tag = ctx.get(read.tag)
+                ctx.set(read.record, task_record_value(tasks.get(tag, junk[tag])))
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 

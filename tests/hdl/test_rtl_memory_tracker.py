@@ -11,6 +11,11 @@ retargeted ranges in TM, and a new task touching none of the homes the TLB holds
 decode guarantees, and the whole scheduler asserts). Free slots show random homes, which
 the tracker must not use. A slot's column is checked from the cycle after its allocation
 (the TLB offers no young slot for a retarget).
+
+The pc, task ID and metadata of every tag (the model's tracker has none, decode's task
+has them) must be what the tag was allocated with, whatever was written to free tags
+since: the pc in ``entries``, the rest read back through every record port, a random
+valid tag each.
 """
 
 import dataclasses
@@ -80,6 +85,8 @@ def test_tracker_matches_model(request, preset, seed):
     model = Model(count)
     ages: dict[int, int] = {}          # tag -> decode order, for the age matrix
     tlb_homes: list = [None] * slots   # TLB slot -> its home, None when free
+    records: dict[int, dict] = {}      # tag -> pc, task ID and metadata it was allocated with
+    record_rng = random.Random(f"records {seed}")   # apart, so that the rest of the stimulus stays as it was
     seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
 
     async def bench(ctx):
@@ -101,6 +108,14 @@ def test_tracker_matches_model(request, preset, seed):
             assert ctx.get(dut.has_free) == has_free, where
             if has_free:
                 assert ctx.get(dut.free_tag) == model.free_tag(), where
+            for port in dut.record_reads:
+                tag = record_rng.choice(valid) if valid else 0
+                ctx.set(port.tag, tag)
+                if valid:
+                    got = ctx.get(port.record)
+                    assert (got.task_id, got.metadata) == (records[tag]["task_id"], records[tag]["metadata"]), \
+                        f"{where}, tag {tag}"
+                    seen["record read"] += 1
             older = ctx.get(dut.older)
             for j in valid:
                 row = {i for i in valid if older[j] >> i & 1}
@@ -122,8 +137,10 @@ def test_tracker_matches_model(request, preset, seed):
                 allocate = not any(home is not None and overlaps(retarget.home, home) for home in tlb_homes)
             seen["new tag"] += allocate
             ctx.set(dut.alloc, allocate)
+            record = {name: record_rng.getrandbits(len(getattr(dut.alloc_entry, name)))
+                      for name in ("pc", "task_id", "metadata")}
             ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(new_reads),
-                                      "writes": region_value(writes)})
+                                      "writes": region_value(writes), **record})
             ctx.set(dut.release, sum(1 << tag for tag in released))
             drive_retarget(ctx, dut, retarget)
             # The TLB: a new entry in a free slot, some entries leaving (at the same edge).
@@ -146,6 +163,7 @@ def test_tracker_matches_model(request, preset, seed):
             if allocate:
                 tag = model.free_tag()
                 model.allocate(tag, entry)
+                records[tag] = record
                 ages[tag] = cycle
             for tag in released:
                 model.free(tag)
@@ -162,6 +180,7 @@ def test_tracker_matches_model(request, preset, seed):
                     got = entries[tag]
                     assert TrackerEntry(got.pid, (got.reads.base, got.reads.blocks),
                                         (got.writes.base, got.writes.blocks)) == expected_entry, f"{where}, tag {tag}"
+                    assert got.pc == records[tag]["pc"], f"{where}, tag {tag}"
             rows = ctx.get(dut.touches)
             settled = [slot for slot, home in enumerate(tlb_homes) if home is not None and not (tlb_alloc and slot == tlb_slot)]
             for tag, tracked in enumerate(model.entries):
@@ -174,6 +193,6 @@ def test_tracker_matches_model(request, preset, seed):
 
     run(dut, bench)
     # With a single tag, no reader shares the tracker with the producer of its TM copy.
-    exercised = ["producers", "new tag", "TLB entry with a new tag", "TLB entry with a retarget",
+    exercised = ["producers", "new tag", "record read", "TLB entry with a new tag", "TLB entry with a retarget",
                  "retarget home touches a slot"] + (["readers", "new reader"] if count > 1 else [])
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
