@@ -47,11 +47,11 @@ from hts.models.accelerator import AcceleratorFunctions
 from hts.models.copy_back import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 
-__all__ = ["Environment", "Drive", "Outputs", "COPYBACK_TM", "COPYBACK_HOME", "rtl_dma_port"]
+__all__ = ["Environment", "Drive", "Outputs", "Record", "COPYBACK_TM", "COPYBACK_HOME", "rtl_dma_port"]
 
 # DMA ports, numbered: the copy-back engine's two, then one lane per RTL core.
 COPYBACK_TM, COPYBACK_HOME = 0, 1
-COPYBACK_LATENCY = 1
+COPYBACK_LATENCY = 1        # the copy-back ports' read latency, as the cycle model assumes
 
 
 def rtl_dma_port(lane: int) -> int:
