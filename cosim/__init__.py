@@ -2,7 +2,9 @@
 
 - ``top``: the Verilog top (``HTS`` with accelerator cores left to the testbench), and
   the wrapper that clocks it and holds its inputs;
-- ``testbench``: the cocotb testbench, playing CPUs, memory and Python accelerators;
+- ``environment``: the scheduler's surroundings (memory, branch reads, DMA, Python
+  accelerators) as a plain cycle-level model, shared with the Amaranth-simulator tests;
+- ``testbench``: the cocotb testbench, playing the CPUs and the environment at the ports;
 - ``scoreboard``: runs, their reference (cycle model, sequential executor) and verdicts;
 - ``run``: the Verilator build (cached per configuration) and jobs through cocotb's runner;
 - ``fuzz``: random programs and latencies on fixed small systems;

@@ -4,24 +4,24 @@
 
 - **CPU**: loads each process's program through the CPU port (with seeded random pauses
   between words), pulses ``start``, and listens to ``ended`` and ``fault``;
-- **memory**: one :class:`hts.models.memory.Memory` (home and TM). Branch reads are
-  answered ``timing.memory_latency`` cycles after the request with the word as it stands
-  then; the copy-back engine's DMA ports are served as an always-ready memory (read data
-  one cycle after the request), which is what the cycle model assumes; so are the DMA
-  ports of RTL cores (``Job(rtl_classes=...)``), answering ``RTL_DMA_LATENCY`` cycles after;
-- **accelerators**: a Python accelerator behind every shell. When a shell accepts a task
-  it asks the device timing model for the task's cycles, raises ``done`` exactly that
-  many cycles later (and ``writeback`` over the last write-back cycles, as
-  :class:`hts.hdl.accelerator.LatencyCore` does); at the CDB grant it runs the numpy
-  function of ``hts.models.dsp`` on the memory at the regions the shell holds, so a
-  remapping mistake corrupts data. A task released without a grant (aborted) is
-  forgotten. Classes with an RTL core standing in have no Python accelerator.
+- **memory, branch reads, DMA and accelerators**: an :class:`hts.cosim.environment.Environment`,
+  the surroundings the Amaranth-simulator harness (``tests/hdl/system_sim.py``) plays
+  too: one memory; branch reads answered ``timing.memory_latency`` cycles after the
+  request with the word as it stands then; the copy-back engine's DMA ports, and those
+  of RTL cores (``Job(rtl_classes=...)``, answering ``RTL_DMA_LATENCY`` cycles after),
+  served as an always-ready memory; a Python accelerator behind every other shell,
+  raising ``done`` the device timing model's cycles after it accepts a task (and
+  ``writeback`` over the last write-back cycles), and running the task's numpy function
+  on the memory at the regions the shell holds at the CDB grant, so a remapping mistake
+  corrupts data. The testbench reads the ports of each cycle into the environment's
+  plain values and writes its answers back.
 
 Python is woken only in cycles that need it: the RTL raises ``wake`` for events, memory
 requests, accelerator starts and releases and copies, and the testbench sleeps on a
-timer until the next answer it owes (a branch read or an accelerator finishing).
-Everything runs at the falling clock edge: inputs for the cycle are written, then its
-outputs are read once settled. The clock runs inside the HDL (:func:`hts.cosim.top.clocked_wrapper`).
+timer until the next cycle whose inputs the environment changes (a read answered, an
+accelerator finishing). Everything runs at the falling clock edge: inputs for the cycle
+are written, then its outputs are read once settled. The clock runs inside the HDL
+(:func:`hts.cosim.top.clocked_wrapper`).
 
 With ``Job(record=True)`` the testbench also records every input it writes, with its
 simulation time: a :class:`hts.cosim.replay.Stimulus` that replays the run without Python.
@@ -50,12 +50,11 @@ from hts.config import SystemConfig
 from hts.hdl.interfaces import branch_read_signature, cpu_signature, instance_numbering, task_layout, trace_layout
 from hts.hdl.trace import TraceReader, canonical
 from hts.isa import REGISTER_BITS
-from hts.models.accelerator import AcceleratorFunctions
 from hts.models.coverage import StateCoverage, trace_coverage
-from hts.models.hts import transfer_cycles
-from hts.models.memory import Memory, read_beat, write_beat
+from hts.models.memory import Memory
 
 from .axi import ControlPort
+from .environment import COPYBACK_HOME, COPYBACK_TM, Environment, Outputs, rtl_dma_port
 from .replay import Stimulus
 from .scoreboard import RTL_DMA_LATENCY, Job, RunOutcome, RunSpec, score
 from .top import PERIOD_NS, rtl_instances
@@ -76,13 +75,6 @@ class RTLRun:
     control: dict[str, int] | None = None   # through AXI4-Lite: the status registers after the run
 
 
-@dataclass
-class _Running:
-    """A task on a Python accelerator: in which cycles its core raises ``done`` and ``writeback``."""
-    done_at: int
-    writeback_from: int
-
-
 def _pack(layout, fields: dict) -> int:
     return Const.cast(layout.const(fields)).value
 
@@ -97,9 +89,7 @@ class TB:
         # Through AXI4-Lite the CPU is cocotbext-axi's manager; the fault port is a monitor.
         self.control = ControlPort(dut) if axi else None
         self.fault_port = "fault" if axi else "cpu__fault"
-        self.instances = instance_numbering(config)
-        self.functions = AcceleratorFunctions(config)
-        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), len(self.instances)))
+        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), len(instance_numbering(config))))
         self.read_trace = view_reader(trace_layout(config))
         cpu = cpu_signature(config).members
         self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
@@ -107,7 +97,9 @@ class TB:
         self.read_fault = view_reader(cpu["fault"].shape)
         reads = branch_read_signature(config).members
         self.read_blocks = view_reader(reads["block"].shape)
-        self.per_beat = config.hts.copyback_words_per_cycle
+        # The DMA ports Python answers reads on: (the environment's number, port name).
+        self.read_ports = [(COPYBACK_TM, "copyback_tm"),
+                           *((rtl_dma_port(lane), f"rtl_dma__{lane}") for lane in range(len(self.rtl)))]
 
     def _put(self, port: str, value: int):
         """Write an input of the scheduler (recording it, if asked to)."""
@@ -165,27 +157,22 @@ class TB:
     # ---- one run --------------------------------------------------------------------------
     async def run(self, programs, memory: Memory, timing, cycle_limit: int) -> RTLRun:
         """Run loaded programs until every process ends or ``cycle_limit``; ``memory`` is updated."""
-        dut, config = self.dut, self.config
-        reader = TraceReader(config)
+        dut = self.dut
+        env = Environment(self.config, memory, programs, cycle_limit, timing=timing, rtl_instances=self.rtl,
+                          rtl_dma_latency=RTL_DMA_LATENCY)
+        reader = TraceReader(self.config)
         result = RTLRun([], None, memory)
-        everyone = (1 << len(programs)) - 1
-        latency = config.timing.memory_latency
-        lanes: dict[int, tuple[int, int]] = {}      # branch-read slot -> (cycle due, block)
-        running: dict[int, _Running] = {}           # flat instance -> its task's schedule
-        tm_answer: int | None = None                # word address the TM port read last cycle
-        rtl_answers: list[tuple[int, int, int]] = []  # RTL cores' reads: (cycle due, lane, word address)
         read_data = 0
-        ended = 0
         cycle = 0                                    # we stand at the falling edge of this cycle
         while True:
             # Inputs of this cycle. Completions land before the reads answered now.
-            self._put("core_done", sum(1 << flat for flat, task in running.items() if task.done_at <= cycle))
-            self._put("core_writeback", sum(1 << flat for flat, task in running.items()
-                                            if task.writeback_from <= cycle))
-            self._put("copyback_tm__rvalid", tm_answer is not None)
-            if tm_answer is not None:
-                self._put("copyback_tm__rdata", read_beat(memory.words, tm_answer, self.per_beat))
-            answering = self._answer_rtl_reads(cycle, rtl_answers, memory)
+            drive = env.begin(cycle)
+            self._put("core_done", drive.done)
+            self._put("core_writeback", drive.writeback)
+            for port, name in self.read_ports:
+                self._put(f"{name}__rvalid", port in drive.dma_data)
+                if port in drive.dma_data:
+                    self._put(f"{name}__rdata", drive.dma_data[port])
             # The first ReadWrite phase applies those writes; cocotb's Verilator loop then
             # evaluates the model again in the same time step, and the second phase follows
             # that evaluation. The CDB grants completions of this cycle combinationally, so
@@ -197,50 +184,57 @@ class TB:
                 # Grants read after the rising edge would be the next cycle's: say so, not a mismatch.
                 raise RuntimeError(f"cycle {cycle}: the second ReadWrite phase fell in a later time step")
             grants = int(dut.grant.value)
-            if grants:
-                self._complete(grants, memory)
-            due = [slot for slot, (when, _) in lanes.items() if when == cycle]
-            for slot in due:
-                read_data = _set_lane(read_data, slot, memory.first_word(lanes.pop(slot)[1]))
-            if due:
+            answers = env.grant(grants, self.read_tasks(int(dut.core_task.value)) if grants else ())
+            for lane, word in answers.items():
+                read_data = _set_lane(read_data, lane, word)
+            if answers:
                 self._put("branch_read__data", read_data)
             await ReadOnly()
 
             result.wakes += 1
             assert int(dut.cycle.value) == cycle, f"testbench lost count: at {int(dut.cycle.value)}, thought {cycle}"
             awake = bool(dut.wake.value)
-            if awake:
-                events = int(dut.events.value)
-                result.observed.append((cycle, events))
-                trace = self.read_trace(events)
-                result.events += reader.events(cycle, trace)
-                ended |= trace.end
-                self._memory_requests(cycle, lanes, latency, memory)
-                tm_answer = int(dut.copyback_tm__addr.value) if int(dut.copyback_tm__read.value) else None
-                self._rtl_requests(cycle, rtl_answers, memory)
-                fault = self.read_fault(int(getattr(dut, self.fault_port).value))
-                if fault.valid:
-                    result.faults.append((cycle, fault.pid, fault.pc, fault.cause.name))
-                self._accelerators(cycle, running, programs, timing)
-            else:
-                tm_answer = None
-            if ended == everyone:
-                result.cycles = cycle + 1
+            if env.observe(self._outputs(cycle, reader, result) if awake else Outputs()):
                 break
-            if cycle >= cycle_limit:
-                break
-            # An answer given this cycle must be withdrawn in the next.
-            follows = awake or tm_answer is not None or answering
-            # The next cycle whose inputs change: a read answered, a core raising done or
-            # writeback (levels, held until the release, which wakes us anyway).
-            changes = [when for when, _ in lanes.values()] + [when for when, _, _ in rtl_answers] + [
-                when for task in running.values() for when in (task.done_at, task.writeback_from)]
-            next_due = min([when for when in changes if when > cycle] + [max(cycle + 1, cycle_limit)])
-            cycle = await self._sleep(cycle, cycle + 1 if follows else next_due)
-        result.events = canonical(result.events)
+            # After a cycle with requests, look at the next; else sleep until the
+            # environment changes an input (or ``wake`` rises).
+            due, last = env.next_due(cycle), max(cycle + 1, cycle_limit)
+            cycle = await self._sleep(cycle, cycle + 1 if awake else last if due is None else min(due, last))
+        result.events = canonical(env.record.events)
+        result.cycles, result.faults = env.record.cycles, env.record.faults
         if self.control and result.cycles is not None:
             result.control = await self._ended_on_interrupt()
         return result
+
+    def _outputs(self, cycle: int, reader: TraceReader, result: RTLRun) -> Outputs:
+        """What the scheduler shows and asks for in a cycle raising ``wake``."""
+        dut = self.dut
+        events = int(dut.events.value)
+        result.observed.append((cycle, events))
+        trace = self.read_trace(events)
+        outputs = Outputs(events=reader.events(cycle, trace), ended=trace.end)
+        valid = int(dut.branch_read__valid.value)
+        if valid:
+            blocks = self.read_blocks(int(dut.branch_read__block.value))
+            outputs.branch_reads = {lane: blocks[lane] for lane in range(len(blocks)) if valid >> lane & 1}
+        if int(dut.copyback_tm__read.value):
+            outputs.dma_reads[COPYBACK_TM] = int(dut.copyback_tm__addr.value)
+        if int(dut.copyback_home__write.value):
+            outputs.dma_writes[COPYBACK_HOME] = (int(dut.copyback_home__addr.value),
+                                                 int(dut.copyback_home__wdata.value))
+        for lane in range(len(self.rtl)):
+            address = int(getattr(dut, f"rtl_dma__{lane}__addr").value)
+            if int(getattr(dut, f"rtl_dma__{lane}__read").value):
+                outputs.dma_reads[rtl_dma_port(lane)] = address
+            if int(getattr(dut, f"rtl_dma__{lane}__write").value):
+                outputs.dma_writes[rtl_dma_port(lane)] = (address, int(getattr(dut, f"rtl_dma__{lane}__wdata").value))
+        fault = self.read_fault(int(getattr(dut, self.fault_port).value))
+        if fault.valid:
+            outputs.fault = (fault.pid, fault.pc, fault.cause.name)
+        outputs.released, outputs.started = int(dut.core_release.value), int(dut.core_start.value)
+        if outputs.started:
+            outputs.tasks = self.read_tasks(int(dut.core_task.value))
+        return outputs
 
     async def _ended_on_interrupt(self) -> dict[str, int]:
         """The interrupt of the last end, the status registers, and the interrupt cleared."""
@@ -258,68 +252,6 @@ class TB:
             await First(RisingEdge(dut.wake), Timer((until - cycle) * PERIOD_NS - 2, unit="ns"))
         await FallingEdge(dut.clk)
         return int(dut.cycle.value)
-
-    def _complete(self, grants: int, memory: Memory):
-        """The CDB grants these instances' tasks: run their functions, as the model's ``_complete``."""
-        held = self.read_tasks(int(self.dut.core_task.value))
-        for flat in range(len(self.instances)):
-            if grants >> flat & 1 and flat not in self.rtl:
-                task = held[flat]
-                accel = self.config.accelerators[task.accel_class]
-                self.functions.run(memory, accel.id, task.reads.base, task.reads.blocks, task.writes.base,
-                                   task.writes.blocks, task.metadata)
-
-    def _memory_requests(self, cycle: int, lanes: dict, latency: int, memory: Memory):
-        dut = self.dut
-        valid = int(dut.branch_read__valid.value)
-        if valid:
-            blocks = self.read_blocks(int(dut.branch_read__block.value))
-            for slot in range(len(blocks)):
-                if valid >> slot & 1:
-                    lanes[slot] = (cycle + latency, blocks[slot])
-        if int(dut.copyback_home__write.value):
-            write_beat(memory.words, int(dut.copyback_home__addr.value), self.per_beat,
-                       int(dut.copyback_home__wdata.value))
-
-    def _accelerators(self, cycle: int, running: dict, programs, timing):
-        """Starts and releases of this cycle: schedule or forget each instance's task."""
-        dut = self.dut
-        released, started = int(dut.core_release.value), int(dut.core_start.value)
-        for flat in list(running):
-            if released >> flat & 1:
-                del running[flat]        # granted or aborted: idle from the next cycle
-        if started:
-            held = self.read_tasks(int(dut.core_task.value))
-            for flat in range(len(self.instances)):
-                if started >> flat & 1 and flat not in self.rtl:
-                    task = held[flat]
-                    accel = self.config.accelerators[task.accel_class]
-                    cycles = timing.cycles(accel, programs[task.pid].decoded[task.pc])
-                    writing = transfer_cycles(self.config, task.writes.blocks)
-                    running[flat] = _Running(done_at=cycle + cycles,
-                                             writeback_from=max(cycle + 1, cycle + cycles - writing))
-
-
-    def _answer_rtl_reads(self, cycle: int, answers: list, memory: Memory) -> bool:
-        """Each RTL core's read answer due this cycle (answers come in order); whether any."""
-        due = {lane: address for when, lane, address in answers if when == cycle}
-        answers[:] = [answer for answer in answers if answer[0] != cycle]
-        for lane in range(len(self.rtl)):
-            self._put(f"rtl_dma__{lane}__rvalid", lane in due)
-            if lane in due:
-                self._put(f"rtl_dma__{lane}__rdata", read_beat(memory.words, due[lane], self.per_beat))
-        return bool(due)
-
-    def _rtl_requests(self, cycle: int, answers: list, memory: Memory):
-        """The RTL cores' memory requests of this cycle (always accepted): reads answered
-        ``RTL_DMA_LATENCY`` cycles later, writes stored now."""
-        dut = self.dut
-        for lane in range(len(self.rtl)):
-            address = int(getattr(dut, f"rtl_dma__{lane}__addr").value)
-            if int(getattr(dut, f"rtl_dma__{lane}__read").value):
-                answers.append((cycle + RTL_DMA_LATENCY, lane, address))
-            if int(getattr(dut, f"rtl_dma__{lane}__write").value):
-                write_beat(memory.words, address, self.per_beat, int(getattr(dut, f"rtl_dma__{lane}__wdata").value))
 
 
 def _set_lane(vector: int, slot: int, word: int) -> int:

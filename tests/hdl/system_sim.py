@@ -1,18 +1,22 @@
 """The whole ``HTS`` in the Amaranth simulator, run on task programs beside the cycle model.
 
-:func:`run_rtl` plays the CPU and the memory system around the RTL: it loads and starts
-the programs through the CPU port; it keeps the memory (a ``hts.models.memory.Memory``),
-on which it runs each task's accelerator function when the CDB grants it (what the
-model does in ``_complete``); it answers the branch unit's memory reads exactly
-``timing.memory_latency`` cycles after the request with the word as it stands then, and
-serves the copy-back engine's two DMA ports as an always-ready memory (read data one
-cycle after the request). It returns the trace read from the trace port, in the model's
+:func:`run_rtl` plays the CPU around the RTL: it loads and starts the programs through
+the CPU port. The memory system is an :class:`hts.cosim.environment.Environment`, the
+surroundings the cocotb testbench plays too: it keeps the memory (a
+``hts.models.memory.Memory``), on which it runs each task's accelerator function when
+the CDB grants it (what the model does in ``_complete``); it answers the branch unit's
+memory reads exactly ``timing.memory_latency`` cycles after the request with the word as
+it stands then, and serves the copy-back engine's two DMA ports as an always-ready
+memory (read data one cycle after the request). The accelerator cores are the RTL's
+own. :func:`run_rtl` reads each cycle's ports into the environment's plain values and
+writes its answers back; it returns the trace read from the trace port, in the model's
 event records.
 
 Cycles in which nothing on those ports needs an answer are run without the testbench
 looking: the harness raises ``wake`` for any event, any memory request, and any cycle
-of a copy, and the testbench sleeps until it does. That makes an 18,000-cycle FFT cost
-little more than the events around it.
+of a copy, and the testbench sleeps until it does (while the environment owes an
+answer, it steps cycle by cycle). That makes an 18,000-cycle FFT cost little more than
+the events around it.
 """
 
 from dataclasses import dataclass, field
@@ -21,13 +25,13 @@ from amaranth.hdl import Elaboratable, Module, Mux, ResetInserter, Signal
 from amaranth.lib import data
 from rtl_sim import run
 
+from hts.cosim.environment import COPYBACK_HOME, COPYBACK_TM, Environment, Outputs
 from hts.cosim.scoreboard import first_difference
 from hts.hdl.hts import HTS
-from hts.hdl.interfaces import (branch_read_signature, cpu_signature, instance_numbering, task_layout, trace_layout,
-                                word_address_width)
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, dma_signature, instance_numbering, task_layout,
+                                trace_layout, word_address_width)
 from hts.hdl.trace import TraceReader, any_event, canonical
-from hts.models.accelerator import AcceleratorFunctions
-from hts.models.memory import Memory, read_beat, write_beat
+from hts.models.memory import Memory
 
 
 __all__ = ["Harness", "RTLRun", "run_rtl", "first_difference"]
@@ -45,6 +49,9 @@ def _seen_layout(config) -> data.StructLayout:
         "fault": cpu_signature(config).members["fault"].shape,
         "tm_read": 1,
         "tm_addr": word_address_width(config),
+        "home_write": 1,
+        "home_addr": word_address_width(config),
+        "home_wdata": dma_signature(config).members["wdata"].shape,
         "grant": instances,
         "held": data.ArrayLayout(task_layout(config), instances),
     })
@@ -86,6 +93,9 @@ class Harness(Elaboratable):
             seen.fault.eq(hts.cpu.fault),
             seen.tm_read.eq(hts.copyback_tm.read & hts.copyback_tm.ready),
             seen.tm_addr.eq(hts.copyback_tm.addr),
+            seen.home_write.eq(hts.copyback_home.write & hts.copyback_home.ready),
+            seen.home_addr.eq(hts.copyback_home.addr),
+            seen.home_wdata.eq(hts.copyback_home.wdata),
             seen.grant.eq(hts.cdb.grant),
         ]
         m.d.sync += [held.eq(shell.current) for held, shell in zip(seen.held, hts.shells)]
@@ -113,18 +123,8 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
     harness = Harness(config, cycle_limit)
     hts = harness.hts
     cpu, read, tm, home = hts.cpu, hts.branch_read, hts.copyback_tm, hts.copyback_home
-    functions = AcceleratorFunctions(config)
-    accel_ids = [acc.id for acc in config.accelerators]
-    latency = config.timing.memory_latency
-    per_beat = config.hts.copyback_words_per_cycle
+    env = Environment(config, memory, programs, cycle_limit)
     reader = TraceReader(config)
-    result = RTLRun([], 0, memory, False)
-
-    def complete(grants: int, held):
-        for flat, task in enumerate(held):
-            if grants >> flat & 1:
-                functions.run(memory, accel_ids[task.accel_class], task.reads.base, task.reads.blocks,
-                              task.writes.base, task.writes.blocks, task.metadata)
 
     async def load_and_start(ctx):
         for pid, program in enumerate(programs):
@@ -157,48 +157,44 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
             ctx.set(harness.reset, 0)
         await load_and_start(ctx)
 
-        lanes: dict[int, tuple[int, int]] = {}     # slot -> (cycle due, block)
-        tm_answer: int | None = None               # word address read last cycle
-        ended = 0
+        due = None                  # the next cycle the environment changes an input in
         while True:
-            if lanes or tm_answer is not None or ctx.get(hts.copy_back.copying):
+            if due is not None or ctx.get(hts.copy_back.copying):
                 # Inputs of this cycle: its completions land before the reads due now.
-                cycle = ctx.get(harness.cycle)
+                drive = env.begin(ctx.get(harness.cycle))
+                ctx.set(tm.rvalid, COPYBACK_TM in drive.dma_data)
+                if COPYBACK_TM in drive.dma_data:
+                    ctx.set(tm.rdata, drive.dma_data[COPYBACK_TM])
                 grants = ctx.get(hts.cdb.grant)
-                if grants:
-                    complete(grants, [ctx.get(shell.current) for shell in hts.shells])
-                for slot, (due, block) in list(lanes.items()):
-                    if due == cycle:
-                        ctx.set(read.data[slot], memory.first_word(block))
-                        del lanes[slot]
-                ctx.set(tm.rvalid, tm_answer is not None)
-                if tm_answer is not None:
-                    ctx.set(tm.rdata, read_beat(memory.words, tm_answer, per_beat))
-                if ctx.get(home.write):
-                    write_beat(memory.words, ctx.get(home.addr), per_beat, ctx.get(home.wdata))
+                for lane, word in env.grant(grants, [ctx.get(shell.current) for shell in hts.shells]
+                                            if grants else ()).items():
+                    ctx.set(read.data[lane], word)
                 await ctx.tick()
                 seen = ctx.get(harness.seen)
             else:
+                # Nothing is owed: the cycle that wakes us is taken in as it was.
                 ctx.set(tm.rvalid, 0)
                 await ctx.tick().until(harness.wake)
                 seen = ctx.get(harness.seen)
-                if seen.grant:
-                    complete(seen.grant, seen.held)
-            cycle, trace = seen.cycle, seen.trace
-            if seen.fault.valid:
-                result.faults.append((cycle, seen.fault.pid, seen.fault.pc, seen.fault.cause.name))
-            result.events += reader.events(cycle, trace)
-            for slot in range(len(seen.read_block)):
-                if seen.read_valid >> slot & 1:
-                    lanes[slot] = (cycle + latency, seen.read_block[slot])
-            tm_answer = seen.tm_addr if seen.tm_read else None
-            ended |= trace.end
-            if ended == (1 << len(programs)) - 1:
-                result.ended, result.cycles = True, cycle + 1
+                env.begin(seen.cycle)
+                env.grant(seen.grant, seen.held)
+            if env.observe(_outputs(seen, reader)):
                 return
-            if cycle >= cycle_limit:
-                return
+            due = env.next_due(seen.cycle)
 
     run(harness, bench, waves)
-    result.events = canonical(result.events)
-    return result
+    record = env.record
+    ended = record.cycles is not None
+    return RTLRun(canonical(record.events), record.cycles if ended else 0, memory, ended, record.faults)
+
+
+def _outputs(seen, reader: TraceReader) -> Outputs:
+    """What the harness saw of a cycle, as the environment takes it."""
+    fault = seen.fault
+    return Outputs(
+        branch_reads={lane: seen.read_block[lane] for lane in range(len(seen.read_block))
+                      if seen.read_valid >> lane & 1},
+        dma_reads={COPYBACK_TM: seen.tm_addr} if seen.tm_read else {},
+        dma_writes={COPYBACK_HOME: (seen.home_addr, seen.home_wdata)} if seen.home_write else {},
+        events=reader.events(seen.cycle, seen.trace), ended=seen.trace.end,
+        fault=(fault.pid, fault.pc, fault.cause.name) if fault.valid else None)
