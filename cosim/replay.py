@@ -14,6 +14,7 @@ the replay saw with the recorded ones, so a diverging replay yields no number.
 import subprocess
 import tempfile
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 
 from hts.errors import HTSError
@@ -51,8 +52,17 @@ def stimulus_text(stimulus: Stimulus) -> str:
 
 
 def replay_binary(folder: Path) -> Path:
-    """``hts_replay`` for the cocotb build in ``folder`` (see :func:`hts.cosim.run.build`), made if out of date."""
-    (folder / "replay.mk").write_text(_MAKEFILE.format(source=Path(__file__).with_name("replay.cpp")))
+    """``hts_replay`` for the cocotb build in ``folder`` (see :func:`hts.cosim.run.build`), made if out of date.
+
+    The source is copied into the build folder (when it changed): the compiler's
+    dependency file names the source's path, and the cached build outlives the checkout
+    or installation it was first made from.
+    """
+    source = resources.files("hts.cosim").joinpath("replay.cpp").read_text()
+    local = folder / "replay.cpp"
+    if not local.exists() or local.read_text() != source:
+        local.write_text(source)
+    (folder / "replay.mk").write_text(_MAKEFILE.format(source=local.name))
     made = subprocess.run(["make", "-C", str(folder), "-f", "replay.mk", "hts_replay"],
                           env=tool_env(), capture_output=True, text=True)
     if made.returncode:
