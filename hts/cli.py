@@ -14,6 +14,7 @@ from .config import DEFAULT_STEP_LIMIT, PRESETS, describe, load_config
 from .errors import HTSError
 from .fanout import add_arguments as add_fanout_arguments
 
+MAX_RANDOM_PROGRAMS = 10_000      # hts explore --random
 _CONFIG_HELP = f"system configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)"
 
 
@@ -173,6 +174,15 @@ def _nonnegative_int(text: str) -> int:
     value = int(text)
     if value < 0:
         raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def _random_program_count(text: str) -> int:
+    # Every program is held in memory and is a point of its own: a bound keeps a typo from
+    # asking for unbounded memory.
+    value = _nonnegative_int(text)
+    if value > MAX_RANDOM_PROGRAMS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_RANDOM_PROGRAMS}, got {value}")
     return value
 
 
@@ -415,15 +425,17 @@ def cmd_explore(args) -> int:
     import io
     import json
     from .explore import COLUMNS, SYNTH_COLUMNS, SweepSpec, cheapest_within, explore, load_sweep, parse_key, \
-        pareto_front, points
+        pareto_front, points, random_programs
     from .output import atomic_path
     from .plots import plot_explore
     base = _system(args.config)
     spec = load_sweep(args.sweep) if args.sweep else SweepSpec({}, {})
     keys = {**spec.keys, **dict(parse_key(text) for text in args.key or [])}
-    programs = {**spec.programs, **{path: _read_text(path) for path in args.programs}}
+    programs = {**spec.programs, **{path: _read_text(path) for path in args.programs},
+                **random_programs(base, args.random)}
     if not keys or not programs:
-        raise HTSError("hts explore needs at least one --key (or a --sweep file with keys) and one program")
+        raise HTSError("hts explore needs at least one --key (or a --sweep file with keys) and one program "
+                       "(or --random N)")
     result = explore(points(base, SweepSpec(keys, programs), args.synth), args.scheduler, args.workers,
                      progress=_to_stderr)
     columns = ["point", *COLUMNS, *(SYNTH_COLUMNS if args.synth else ())]
@@ -810,6 +822,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
                         "accelerators.CLASS.FIELD for one")
     p.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
+    p.add_argument("--random", type=_random_program_count, default=0, metavar="N",
+                   help="also N random programs of one process (hts.progen, seeds 0 to N-1, three items in ten "
+                        "a speculated loop), named random/SEED")
     p.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
     add_fanout_arguments(p)
     p.add_argument("--within", type=float, default=5.0, metavar="PCT",

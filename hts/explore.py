@@ -21,6 +21,7 @@ import itertools
 import json
 import os
 import platform
+import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import metadata, resources
@@ -32,13 +33,25 @@ from .config import SystemConfig, with_value
 from .errors import HTSError
 from .fanout import fan_out
 from .output import atomic_path
+from .progen import random_program
 
 __all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "synth_jobs", "run_job", "parse_key", "load_sweep", "points", "explore",
-           "cheapest_within", "pareto_front", "cache_root", "COLUMNS", "SYNTH_COLUMNS"]
+           "cheapest_within", "pareto_front", "cache_root", "random_programs", "COLUMNS", "SYNTH_COLUMNS"]
 
 #: The columns of the table, the CSV and the JSON rows, in order (synthesis ones only with ``synth``).
 COLUMNS = ("program", "cycles", "naive_cycles", "speedup", "utilization", "tasks")
 SYNTH_COLUMNS = ("lut_sites", "ffs", "brams", "fmax_mhz", "wall_us")
+
+
+# Three items in ten a speculated branch over a loop (hts.progen): far more speculation
+# than the fuzzer's one in twenty, so that speculative outputs queue for TLB entries.
+RANDOM_SPECULATED_LOOPS = 0.3
+
+
+def random_programs(config: SystemConfig, count: int) -> dict[str, str]:
+    """``count`` random programs of one process, seeds 0 to ``count - 1``, named ``random/<seed>``."""
+    return {f"random/{seed}": random_program(random.Random(seed), config, speculated_loops=RANDOM_SPECULATED_LOOPS)
+            for seed in range(count)}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ import pytest
 from hts import benchmarks
 from hts.config import config_yaml, load_config, with_value
 from hts.errors import HTSError
-from hts.explore import SweepSpec, cheapest_within, explore, parse_key, points
+from hts.explore import SweepSpec, cheapest_within, explore, parse_key, points, random_programs
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -158,3 +158,21 @@ def test_a_configuration_that_does_not_elaborate_fails_its_points_only(monkeypat
     good, bad = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None).outcomes
     assert good.row["lut_sites"] == 1 and good.error is None
     assert bad.row is None and bad.error == "HTSError: no RTL for this one"
+
+
+def test_random_programs_are_seeded_named_and_run_as_points(tmp_path):
+    config = load_config("default")
+    programs = random_programs(config, 3)
+    assert list(programs) == ["random/0", "random/1", "random/2"] and programs == random_programs(config, 3)
+    assert len(set(programs.values())) == 3 and all("if " in text for text in programs.values())
+    out = tmp_path / "e.json"
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", "--key", "hts.tlb_entries=2,16", "--random", "2",
+                             "--workers", "0", "--json", out], capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted((row["program"], row["hts.tlb_entries"]) for row in rows) == \
+        [("random/0", 2), ("random/0", 16), ("random/1", 2), ("random/1", 16)]
+    assert all(row["cycles"] > 0 for row in rows)
+    refused = subprocess.run([sys.executable, "-m", "hts", "explore", "--key", "hts.window=1", "--random", "10001"],
+                             capture_output=True, text=True, timeout=300)
+    assert refused.returncode != 0 and "--random: must be <= 10000" in refused.stderr
