@@ -36,7 +36,7 @@ __all__ = [
 # benchmark or example executes.
 DEFAULT_STEP_LIMIT = 200_000
 
-PRESETS = ("default", "tiny", "large")
+PRESETS = ("default", "tiny", "large", "inflight64")
 
 _KEYNAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
@@ -385,7 +385,7 @@ def _nearest_mark(marks: dict[str, Location], key: str, filename: str) -> Locati
 
 
 def load_config(spec: str | Path | None = None) -> SystemConfig:
-    """A configuration by preset name (``default``, ``tiny``, ``large``) or YAML file path."""
+    """A configuration by preset name (one of :data:`PRESETS`) or YAML file path."""
     spec = "default" if spec is None else str(spec)
     if spec in PRESETS:
         text = resources.files("hts.presets").joinpath(f"{spec}.yaml").read_text()

@@ -49,11 +49,35 @@ def faults_of(result):
     return sorted((f.pid, f.pc, f.cause) for f in result.faults)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny", "large"])
+@pytest.mark.parametrize("preset", ["default", "tiny", "large", "inflight64"])
 @pytest.mark.parametrize("name", benchmarks.BENCHMARKS)
 def test_benchmarks_are_sequentially_equivalent(preset, name):
     config = load_config(preset)
     assert_sequentially_equivalent(config, programs_for(name, config))
+
+
+@pytest.mark.parametrize("kind", ["independent", "chain"])
+@pytest.mark.parametrize("preset", ["default", "inflight64"])
+def test_tasks_in_flight_reach_the_tracker_on_inflight64(preset, kind):
+    """128 one-class tasks (the throughput benchmark's programs): the default stops decoding
+    with its window full, at 14 (13) tasks in flight; inflight64's window, station and
+    instances hold more than its 64 tags, so 64 tasks are in flight and the tracker is full."""
+    from hts.benchmarks.throughput import in_flight_limit, program_text
+    config = load_config(preset)
+    peak, stalls = 0, collections.Counter()
+
+    def observe(view):
+        nonlocal peak
+        peak = max(peak, view.start.tracker)
+        stalls.update(view.stalls.values())
+
+    programs = [assemble(program_text(kind, config, 128), config, f"{kind}.s")]
+    simulate(config, programs, initial_memory(config), "hts", observer=observe)
+    assert peak == in_flight_limit(kind, config)
+    if preset == "inflight64":
+        assert peak == 64 and stalls["tracker_full"] > 0 and stalls["window_full"] == 0
+    else:
+        assert peak < 16 and stalls["tracker_full"] == 0 and stalls["window_full"] > 0
 
 
 @pytest.mark.parametrize("preset", ["default", "tiny"])
