@@ -13,9 +13,9 @@ offers carry distinct tags of tasks in flight, whose ages the matrix orders tota
 
 Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
 offer's record and the tracker entry of its tag (regions, pid and pc from the tracker's
-flip-flops, task ID and metadata read from its distributed RAM by tag), which together are the whole
-task the shell receives: ``dispatch_width`` tag look-ups per cycle rather than the whole
-task kept in every station entry (hdl/interfaces.py).
+flip-flops, task ID and metadata read from its distributed RAM by tag), which together
+are the whole task the shell receives: ``dispatch_width`` tag look-ups per cycle rather
+than the whole task kept in every station entry (hdl/interfaces.py).
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal

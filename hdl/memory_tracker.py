@@ -154,7 +154,8 @@ class MemoryTracker(wiring.Component):
         remaining = self.valid & ~self.release
         # The retarget is applied to the arriving entry and to each held one apart, so that
         # what it rewrites in held entries (for ``touches``) does not wait for decode.
-        arriving, _ = self._retargeted(m, self.free_tag, self._ranges_of(m, self.alloc_entry), "retargeted_arrival")
+        arriving, _ = self._retargeted(m, self.free_tag, self._registers_of(m, self.alloc_entry),
+                                       "retargeted_arrival")
         rewritten = []
         for tag in range(count):
             held, rewrote = self._retargeted(m, tag, self.entries[tag], f"retargeted_{tag}")
@@ -169,11 +170,11 @@ class MemoryTracker(wiring.Component):
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
 
-    def _ranges_of(self, m: Module, entry):
-        """The flip-flop part of a whole tracker entry."""
-        ranges = Signal(self.entries.shape().elem_shape, name="arriving_registers")
-        m.d.comb += [getattr(ranges, name).eq(getattr(entry, name)) for name, _ in ranges.shape()]
-        return ranges
+    def _registers_of(self, m: Module, entry):
+        """The flip-flop part of a whole tracker entry (``tracker_register_layout``)."""
+        registers = Signal(self.entries.shape().elem_shape, name="arriving_registers")
+        m.d.comb += [getattr(registers, name).eq(getattr(entry, name)) for name, _ in registers.shape()]
+        return registers
 
     def _records(self, m: Module):
         """Task ID and metadata in distributed RAM: the free tag's written every cycle,
