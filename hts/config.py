@@ -84,11 +84,11 @@ class AcceleratorClass:
 @dataclass(frozen=True)
 class SchedulerConfig:
     program_words: int = param(1024, lo=1, hi=1 << 16, doc="program memory of one process, in instructions")
-    queue_depth: int = param(16, lo=1, hi=1024, doc="task queue entries per process")
+    queue_depth: int = param(4, lo=1, hi=1024, doc="task queue entries per process")
     window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
     rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
     tracker_entries: int = param(16, lo=1, hi=1024, doc="memory tracker entries (in-flight output regions)")
-    tlb_entries: int = param(16, lo=1, hi=1024, doc="Task Lookup Buffer entries (speculative region mappings)")
+    tlb_entries: int = param(8, lo=1, hi=1024, doc="Task Lookup Buffer entries (speculative region mappings)")
     tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
     gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")
     loop_depth: int = param(4, lo=1, hi=64, doc="loop stack entries per process (deepest nesting)")
