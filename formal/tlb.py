@@ -23,7 +23,8 @@ class TlbHarness(Harness):
 
     ``copy_back`` checks the offers against the tracker's ``touches`` and
     ``tracker_valid``, which are free: whatever the tracker reports, an offered home has
-    no in-flight access (a retarget's: none but its own producer's). The tracker fills a
+    no in-flight access (a retarget's: none but its own producer's, from its choice a cycle
+    before the offer, with the assumption that the chosen home gains none). The tracker fills a
     slot's ``touches`` column only the cycle after the slot's allocation, so a copy
     must never be offered for a slot allocated the cycle before either.
 
@@ -32,12 +33,13 @@ class TlbHarness(Harness):
     entry not removed by the copy-back engine stays.
     """
 
-    # The copy-back base case spans reset, an allocation, the broadcast of its producer
-    # and the offer, so that an offer the rules forbid fails as a counterexample from reset.
+    # The copy-back base case spans reset, an allocation, the broadcast of its producer,
+    # a retarget's choice and its offer, so that an offer the rules forbid fails as a
+    # counterexample from reset.
     # The squash's base case spans reset, an allocation, its drop and the cycle after.
     GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("picks", "prove", 2),
-              PropertyGroup("copy_back", "prove", 4), PropertyGroup("squash", "prove", 4))
-    ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released")
+              PropertyGroup("copy_back", "prove", 5), PropertyGroup("squash", "prove", 4))
+    ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released", "retarget_choice_gains_no_access")
 
     def build(self, m: Module):
         tlb = m.submodules.tlb = TaskLookupBuffer(self.config)
@@ -82,6 +84,15 @@ class TlbHarness(Harness):
         def in_flight_accesses(index):
             """The tags in flight whose reads or writes touch the home of slot ``index``."""
             return Cat(*(row.bit_select(index, 1) for row in tlb.touches)) & tlb.tracker_valid
+
+        # The slot chosen for the next cycle's retarget gains no access in between: decode
+        # never touches a held home, and the one retarget that lands in between is of an
+        # entry that does not overlap it (the top level asserts this in simulation).
+        accesses = [in_flight_accesses(slot) for slot in range(count)]
+        accessed_before = [Signal.like(access, name=f"accessed_before_{slot}") for slot, access in enumerate(accesses)]
+        m.d.sync += [before.eq(access) for before, access in zip(accessed_before, accesses)]
+        for slot, (access, before) in enumerate(zip(accesses, accessed_before)):
+            self.assume(m, "retarget_choice_gains_no_access", ~tlb._retarget_choice[slot] | ((access & ~before) == 0))
 
         copy_accesses = in_flight_accesses(tlb.copy_index)
         retarget_accesses = in_flight_accesses(tlb.retarget_index)

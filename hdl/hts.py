@@ -342,6 +342,11 @@ class HTS(wiring.Component):
                                      & (entry.tm_base != copy_back.retarget_tm.base))
                             for valid, entry in zip(tlb.valid, tlb.entries)))
         m.d.sync += Assert(~tracker.alloc | ~new_touches.any(), "a new tag touches a TLB home")
+        # The retarget, chosen a cycle before its offer, is still touched by its producer
+        # alone: no access to a held home arrives in between (hdl/tlb.py relies on it).
+        offered_to = Cat(*(row.bit_select(tlb.retarget_index, 1) for row in tracker.touches)) & tracker.valid
+        others = offered_to & ~(1 << tlb.retarget_entry.producer)
+        m.d.sync += Assert(~tlb.retarget_valid | ~others.any(), "a retargeted home is touched by another task")
         m.d.comb += [
             cpu.running.eq(active),
             cpu.ended.eq(retiring),

@@ -76,10 +76,12 @@ class TaskLookupBuffer(wiring.Component):
     - ``copy_valid``, ``copy_index``, ``copy_entry`` (out): the oldest entry that may be
       copied home (resolved, produced, no older overlap, no in-flight access to its home)
       and its slot;
-    - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the oldest resolved
+    - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the entry retargeted
+      now and its slot: chosen in the cycle before (registered) as the oldest resolved
       entry whose producer may still be told to write home (same conditions, its own
       producer's accesses aside; not allocated in the cycle before, whose ``touches`` are
-      not ready) and its slot.
+      not ready; not the one offered then), and offered if it is still held and
+      unproduced and its producer is still in ``retargetable_tags``.
 
     State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
     tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
@@ -135,6 +137,8 @@ class TaskLookupBuffer(wiring.Component):
         self._home_ends = Signal(data.ArrayLayout(config.widths.phys_block + 1, count), reset_less=True)
         # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
         self._young = Signal(count)
+        # The slot chosen in the cycle before for this cycle's retarget (one-hot).
+        self._retarget_choice = Signal(count)
 
     def elaborate(self, platform):
         m = Module()
@@ -236,30 +240,41 @@ class TaskLookupBuffer(wiring.Component):
         ]
 
     def _choose_for_copy_back(self, m: Module) -> Value:
-        """Oldest copyable and oldest retargetable entry, from the registered relations;
-        returns the slot retargeted now (one-hot, the copy-back engine takes every offer).
+        """Oldest copyable entry now, and the retarget: the oldest retargetable entry
+        chosen in the cycle before, from the registered relations; returns the slot
+        retargeted now (one-hot, the copy-back engine takes every offer).
 
         Both need the entry resolved, no valid older entry overlapping its home, and no
         in-flight access to its home (``touches`` of valid tags), its own producer's
-        aside for a retarget.
+        aside for a retarget. The retarget choice goes to a register, so the age-matrix
+        pick and the entry's select are not in series with the rewrite of every range;
+        the cycle after, the chosen entry is retargeted if it is still held and
+        unproduced and its producer has not started writing back.
         """
         copyable = Signal(self._count)
         retargetable = Signal(self._count)
+        chosen = self._retarget_choice
         for slot, (entry, valid) in enumerate(zip(self.entries, self.valid)):
             accesses = Cat(*(row[slot] for row in self.touches)) & self.tracker_valid
             free_to_go = valid & ~entry.mask.any() & ~(self._shadowed[slot] & self.valid).any()
             m.d.comb += [
                 copyable[slot].eq(free_to_go & entry.producer_done
                                   & mutable("copyback_ignores_touches", ~accesses.any(), 1)),
-                retargetable[slot].eq(free_to_go & ~self._young[slot] & ~entry.producer_done
+                retargetable[slot].eq(free_to_go & ~self._young[slot] & ~chosen[slot] & ~entry.producer_done
                                       & ~(accesses & ~(1 << entry.producer)).any()
                                       & self.retargetable_tags.bit_select(entry.producer, 1)),
             ]
-        self._offer(m, copyable, self.copy_valid, self.copy_index, self.copy_entry)
-        return self._offer(m, retargetable, self.retarget_valid, self.retarget_index, self.retarget_entry)
+        first_copy = oldest(copyable, self.older)
+        m.d.comb += [self.copy_valid.eq(copyable.any()), self.copy_index.eq(encode(first_copy)),
+                     self.copy_entry.eq(select(first_copy, self.entries))]
+        next_choice = oldest(retargetable, self.older)
+        # The chosen entry's record is registered whole; the offer reads only its pid,
+        # home, TM base and producer, which do not change while it is held.
+        chosen_entry = Signal.like(self.retarget_entry, reset_less=True)
+        m.d.sync += [chosen.eq(Cat(*next_choice)), chosen_entry.eq(select(next_choice, self.entries))]
+        still_wanted = ((chosen & self.valid).any() & ~select(chosen, (e.producer_done for e in self.entries))
+                        & self.retargetable_tags.bit_select(chosen_entry.producer, 1))
+        m.d.comb += [self.retarget_valid.eq(still_wanted), self.retarget_index.eq(encode(chosen)),
+                     self.retarget_entry.eq(chosen_entry)]
+        return Mux(still_wanted, chosen, 0)
 
-    def _offer(self, m: Module, candidates: Signal, valid, index, entry) -> Value:
-        """Drive ``valid``, ``index`` and ``entry`` with the oldest of ``candidates``; returns it, one-hot."""
-        first = oldest(candidates, self.older)
-        m.d.comb += [valid.eq(candidates.any()), index.eq(encode(first)), entry.eq(select(first, self.entries))]
-        return Cat(*first)

@@ -51,6 +51,7 @@ class TaskLookupBuffer:
         self.home_blocks = home_blocks
         self.entries: list[TLBEntry] = []        # oldest first
         self.tm_next = 0                          # bump allocator, in TM blocks
+        self.retarget_candidate: TLBEntry | None = None   # chosen last cycle, retargeted this one
 
     def youngest_overlapping(self, region: Region) -> TLBEntry | None:
         return next((e for e in reversed(self.entries) if overlaps(e.home, region)), None)
@@ -77,9 +78,26 @@ class TaskLookupBuffer:
         self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer, allocated_at=cycle))
         return tm_base
 
+    def retarget_offer(self, busy: list[tuple[int, Region]], retargetable_tags: set[int],
+                       cycle: int) -> TLBEntry | None:
+        """This cycle's retarget, and the choice of the next one.
+
+        The retarget is the entry chosen in the cycle before (the hardware holds the choice
+        in a register, so that it does not stand in series with the rewrite of every range),
+        if it is still held and unproduced and its producer has not started writing
+        (``retargetable_tags`` now). The next choice is made now, among the other entries,
+        by :meth:`retargetable`.
+        """
+        chosen = self.retarget_candidate
+        held = chosen is not None and any(entry is chosen for entry in self.entries)
+        offer = chosen if held and not chosen.producer_done and chosen.producer in retargetable_tags else None
+        self.retarget_candidate = self.retargetable(busy, retargetable_tags, cycle, passed_over=chosen)
+        return offer
+
     def retargetable(self, busy: list[tuple[int, Region]], retargetable_tags: set[int],
-                     cycle: int) -> TLBEntry | None:
-        """Oldest resolved entry whose producer can still be told to write home instead.
+                     cycle: int, passed_over: TLBEntry | None = None) -> TLBEntry | None:
+        """Oldest resolved entry whose producer can still be told to write home instead,
+        other than ``passed_over`` (the one retargeted or refused this cycle).
 
         The producer must not have started writing (``retargetable_tags``), no older entry
         may overlap it, and no other in-flight task may read or write its home blocks:
@@ -88,7 +106,7 @@ class TaskLookupBuffer:
         which in-flight accesses touch a new home a cycle after the allocation.
         """
         for index, entry in enumerate(self.entries):
-            if entry.mask or entry.producer_done or entry.producer not in retargetable_tags:
+            if entry is passed_over or entry.mask or entry.producer_done or entry.producer not in retargetable_tags:
                 continue
             if entry.allocated_at == cycle - 1:
                 continue

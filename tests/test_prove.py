@@ -56,6 +56,9 @@ def test_every_other_proof_passes(config, block, group):
     ("small", "window", "squash", "append_not_squashed", "assert no_entry_left_under_a_squashed_id"),
     # A producer broadcast in its entry's allocation cycle makes that entry copyable the next cycle.
     ("small", "tlb", "copy_back", "new_producer_not_released", "assert copy_offer_not_allocated_last_cycle"),
+    # A task that starts reading the home chosen for a retarget is there when it is offered.
+    ("small", "tlb", "copy_back", "retarget_choice_gains_no_access",
+     "assert retarget_offer_touched_only_by_its_producer"),
     # A task decoded under the ID squashed in its cycle is held the cycle after.
     ("small", "enqueue", "squash", "arrival_not_squashed", "assert nothing_held_under_a_squashed_id"),
     # A branch decoded under the ID squashed in its cycle stays in its slot.

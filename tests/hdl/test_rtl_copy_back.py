@@ -93,13 +93,14 @@ class ScriptedTLB:
         self.slots = Slots(config.hts.tlb_entries)
         self.tm_next = 0
         self.asked_tags = None           # the model's not_writing set, when it asks
+        self.retarget_candidate = None   # offers are scripted, not chosen a cycle ahead
         self.copy_asked = False
         self.copy_choice = None
 
     def copy_candidates(self) -> list[TLBEntry]:
         return [entry for entry in self.entries if not entry.mask and entry.producer_done]
 
-    def retargetable(self, busy, tags, cycle) -> TLBEntry | None:
+    def retarget_offer(self, busy, tags, cycle) -> TLBEntry | None:
         self.asked_tags = set(tags)
         candidates = [entry for entry in self.entries
                       if not entry.mask and not entry.producer_done and entry.producer in tags]

@@ -62,6 +62,7 @@ def test_tlb_matches_model(request, preset, seed):
         config = request.getfixturevalue(f"{preset}_config")
     hts, home_blocks = config.hts, config.memory.blocks
     dut, rng = TaskLookupBuffer(config), random.Random(seed)
+    steer = random.Random(-seed)       # its own stream, so that steering leaves the rest of the stimulus alone
     model = Model(hts.tlb_entries, hts.tm_blocks, home_blocks)
     tags, slots, spec_bits = range(hts.tracker_entries), range(hts.tlb_entries), (1 << hts.spec_ids) - 1
 
@@ -83,8 +84,12 @@ def test_tlb_matches_model(request, preset, seed):
             where = f"seed {seed}, cycle {cycle}"
             slot_of = {id(entry): slot for slot, entry in held.items()}
             read, write, block = home_region(rng), home_region(rng), rng.randrange(0, 20)
-            if held and rng.random() < 0.5:       # a block some entry holds, often
-                base, length = rng.choice(list(held.values())).home
+            # Often a block some entry holds; now and then one of the entry chosen to
+            # retarget, looked up by its process.
+            candidate = model.retarget_candidate
+            steered = candidate if candidate is not None and steer.random() < 0.3 else None
+            if held and rng.random() < 0.5:
+                base, length = (steered or rng.choice(list(held.values()))).home
                 block = base + rng.randrange(length)
             blocks = rng.choice([1, 2, 3])
             tracker = {tag: (physical(rng), physical(rng)) for tag in tags if rng.random() < 0.3}
@@ -105,7 +110,7 @@ def test_tlb_matches_model(request, preset, seed):
                 seen.update(pointer_reset=model.tm_next != 0)
                 model.tm_next = 0
 
-            lookup_pid = rng.randrange(hts.processes)
+            lookup_pid = rng.randrange(hts.processes) if steered is None else steered.pid
             ctx.set(dut.lookup_pid, lookup_pid)
             youngest = model.youngest_overlapping(read)
             assert ctx.get(dut.read_hit) == (youngest is not None), where
@@ -119,9 +124,13 @@ def test_tlb_matches_model(request, preset, seed):
             assert ctx.get(dut.alloc_tm_base) == home_blocks + model.tm_next, where
             busy = [(tag, region) for tag, regions in tracker.items() for region in regions]
             copy = model.copyable([region for _, region in busy])
-            retarget = model.retargetable(busy, retargetable, cycle)
-            # An entry allocated last cycle is not offered yet (its ``touches`` are not ready).
-            seen.update(young_held_back=model.retargetable(busy, retargetable, cycle + 2) is not retarget)
+            # The retarget is last cycle's choice, if still wanted; the next is chosen now.
+            chosen_before = model.retarget_candidate
+            retarget = model.retarget_offer(busy, retargetable, cycle)
+            seen.update(retarget_refused=chosen_before is not None and retarget is None)
+            # An entry allocated last cycle is not chosen yet (its ``touches`` are not ready).
+            seen.update(young_held_back=model.retargetable(busy, retargetable, cycle + 2, chosen_before)
+                        is not model.retarget_candidate)
             # A branch's block is where its value is once this cycle's retarget has landed.
             covering = model.youngest_of(lookup_pid, (block, 1))
             sent_home = covering is not None and covering is retarget
@@ -180,7 +189,7 @@ def test_tlb_matches_model(request, preset, seed):
                 assert held[alloc_slot] is new_entry, f"{where}: the new entry is not in slot {alloc_slot}"
 
     run(dut, bench)
-    exercised = ["copy", "retarget", "pointer_reset", "young_held_back", "branch_sent_home"]
+    exercised = ["copy", "retarget", "retarget_refused", "pointer_reset", "young_held_back", "branch_sent_home"]
     exercised += ["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else []
     exercised += ["read_hit_of_another_process"] if hts.processes > 1 else []
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
