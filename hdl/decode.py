@@ -197,9 +197,12 @@ class Decode(wiring.Component):
 
         # ---- planning: regions, window and legality checks, TLB search, stall ------------
         home_reads, home_writes = self._task_regions(m, chosen)
-        cause = self._fault_cause(m, chosen, self._windows(m)[chosen.pid], self._illegal(m, chosen))
+        cause, control_faulting = self._fault_cause(m, chosen, self._windows(m)[chosen.pid], self._illegal(m, chosen))
         reads, speculative_output = self._translate(m, chosen, home_reads, home_writes)
         plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output)
+        # What the head does if it is not a task (or is skipped) decides only on that fault:
+        # its effects need not wait for the TLB search and a task's region compares.
+        control_decoding = wire(m, chosen.valid & (chosen.skipping | ~control_faulting), "control_decoding")
         writes = self._rename_output(m, home_writes, speculative_output)
         self._report_stall(m, reason, chosen, plan_stall, stalled, cause, state.faulted)
 
@@ -210,8 +213,8 @@ class Decode(wiring.Component):
         self._branch_fields(m, chosen)
         self._gpr_write_fields(m, chosen)
         new_id = self._checkpoint(m, state.free_ids)
-        effects = self._decode_one(m, chosen, decoding, speculative_output, state, new_id)
-        self._end_of_cycle(m, chosen, decoding, state, effects)
+        effects = self._decode_one(m, chosen, decoding, control_decoding, speculative_output, state, new_id)
+        self._end_of_cycle(m, chosen, control_decoding, state, effects)
         return m
 
     # ---- pieces of the cycle ----------------------------------------------------------------
@@ -402,9 +405,10 @@ class Decode(wiring.Component):
                 m.d.comb += bad_control.eq((chosen.head.pc + word.c.as_signed()) < 0)
         return wire(m, ~known | (word.pid != chosen.pid) | bad_register | bad_control, "illegal")
 
-    def _fault_cause(self, m: Module, chosen: _Chosen, window, illegal) -> Signal:
+    def _fault_cause(self, m: Module, chosen: _Chosen, window, illegal) -> tuple[Signal, Signal]:
         """Why the head would fault: ``illegal``, or an access leaving ``window`` (a task's
-        input or output region, a memory branch's block); ``FaultCause.NONE`` if neither."""
+        input or output region, a memory branch's block); ``FaultCause.NONE`` if neither.
+        Also whether it faults if it is not a task, which needs no region compare."""
         opcode, word = chosen.opcode, chosen.word
 
         def outside(base, blocks):
@@ -412,6 +416,7 @@ class Decode(wiring.Component):
             return (blocks != 0) & ((base < window.base) | (base > window.end - blocks))
 
         cause = Signal(FaultCause)
+        branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & outside(word.a, 1), "branch_outside")
         with m.If(illegal):
             m.d.comb += cause.eq(FaultCause.ILLEGAL)
         with m.Elif(opcode == Opcode.TASK):
@@ -419,9 +424,9 @@ class Decode(wiring.Component):
                 m.d.comb += cause.eq(FaultCause.INPUT)
             with m.Elif(outside(self._base(word, chosen.r_c, word.c), word.d)):
                 m.d.comb += cause.eq(FaultCause.OUTPUT)
-        with m.Elif((opcode == Opcode.IF) & word.k.branch.memory & outside(word.a, 1)):
+        with m.Elif(branch_outside):
             m.d.comb += cause.eq(FaultCause.BRANCH)
-        return cause
+        return cause, illegal | branch_outside
 
     def _translate(self, m: Module, chosen: _Chosen, home_reads, home_writes):
         """The TLB search of the head's regions (in every cycle, for the chosen process):
@@ -571,10 +576,12 @@ class Decode(wiring.Component):
             m.d.comb += [unit.checkpoint_en.eq(free_ids.any()), unit.checkpoint_slot.eq(new_id)]
         return new_id
 
-    def _decode_one(self, m: Module, chosen: _Chosen, decoding, speculative_output, state: _State,
-                    new_id) -> _Effects:
+    def _decode_one(self, m: Module, chosen: _Chosen, decoding, control_decoding, speculative_output,
+                    state: _State, new_id) -> _Effects:
         """The head decodes: it is popped, then executed, or, in a zero-iteration loop being
-        skipped, only counted in the loop nesting."""
+        skipped, only counted in the loop nesting. ``control_decoding`` equals ``decoding``
+        unless the head is a task that is not skipped; it enables everything but the pop
+        and a task's allocations."""
         hts = self._config.hts
         skip_depth = state.skip_depth
         allocated_ids = Signal(hts.spec_ids)
@@ -583,26 +590,27 @@ class Decode(wiring.Component):
         m.d.comb += next_skip.eq(skip_depth[chosen.pid])
         effects = _Effects(allocated_ids, new_mask, next_skip)
 
-        with m.If(decoding):
-            m.d.comb += self.pop.bit_select(chosen.pid, 1).eq(1)
+        m.d.comb += self.pop.bit_select(chosen.pid, 1).eq(decoding)
+        with m.If(control_decoding):
             with m.If(chosen.skipping):
                 with m.If(chosen.opcode == Opcode.LBEG):
                     m.d.comb += next_skip.eq(skip_depth[chosen.pid] + 1)
                 with m.Elif(chosen.opcode == Opcode.LEND):
                     m.d.comb += next_skip.eq(skip_depth[chosen.pid] - 1)
             with m.Else():
-                self._execute(m, chosen, speculative_output, state.free_ids, new_id, effects)
+                self._execute(m, chosen, decoding, speculative_output, state.free_ids, new_id, effects)
         return effects
 
-    def _execute(self, m: Module, chosen: _Chosen, speculative_output, free_ids, new_id, effects: _Effects):
+    def _execute(self, m: Module, chosen: _Chosen, decoding, speculative_output, free_ids, new_id,
+                 effects: _Effects):
         """The head executes: a task takes its tag, tracker entry, enqueue-stage slot and,
         for a speculative output, its TLB entry; a control instruction acts here; an ``if``
         goes to the branch unit."""
         pid, word = chosen.pid, chosen.word
         with m.Switch(chosen.opcode):
             with m.Case(Opcode.TASK):
-                m.d.comb += [self.tracker_alloc.eq(1), self.enqueue.valid.eq(1),
-                             self.tlb_alloc.eq(speculative_output)]
+                m.d.comb += [self.tracker_alloc.eq(decoding), self.enqueue.valid.eq(decoding),
+                             self.tlb_alloc.eq(decoding & speculative_output)]
             with m.Case(Opcode.MOV):
                 self._write_gpr(m, pid)
             with m.Case(Opcode.ADD):
@@ -679,10 +687,10 @@ class Decode(wiring.Component):
             with m.If(pid == index):
                 m.d.comb += self.redirect_pc[index].eq(pc)
 
-    def _end_of_cycle(self, m: Module, chosen: _Chosen, decoding, state: _State, effects: _Effects):
+    def _end_of_cycle(self, m: Module, chosen: _Chosen, control_decoding, state: _State, effects: _Effects):
         """The ID pool and each process's mask and skip depth at the edge: a start resets
-        them, a restore brings them back, a decode applies its effects; confirmed IDs
-        leave every mask."""
+        them, a restore brings them back, a decode applies its effects (a task changes
+        neither, so a task's stall need not be waited for); confirmed IDs leave every mask."""
         spec_mask, skip_depth, faulted = state.spec_mask, state.skip_depth, state.faulted
         m.d.sync += state.free_ids.eq((state.free_ids & ~effects.allocated_ids) | self.freed_ids)
         for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):
@@ -693,7 +701,7 @@ class Decode(wiring.Component):
                 m.d.comb += [bank.restore_en.eq(1), bank.restore_slot.eq(restore.slot),
                              stack.restore_en.eq(1), stack.restore_slot.eq(restore.slot)]
                 m.d.sync += [spec_mask[pid].eq(restore.mask & ~self.confirm), skip_depth[pid].eq(0)]
-            with m.Elif(decoding & (chosen.pid == pid)):
+            with m.Elif(control_decoding & (chosen.pid == pid)):
                 m.d.sync += [spec_mask[pid].eq((spec_mask[pid] | effects.new_mask) & ~self.confirm),
                              skip_depth[pid].eq(effects.next_skip)]
             with m.Else():
