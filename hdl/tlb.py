@@ -80,7 +80,7 @@ class TaskLookupBuffer(wiring.Component):
       now and its slot: chosen in the cycle before (registered) as the oldest resolved
       entry whose producer may still be told to write home (same conditions, its own
       producer's accesses aside; not allocated in the cycle before, whose ``touches`` are
-      not ready; not the one offered then), and offered if it is still held and
+      not ready; not the one chosen the cycle before), and offered if it is still held and
       unproduced and its producer is still in ``retargetable_tags``.
 
     State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
