@@ -253,7 +253,8 @@ def test_resolved_producer_is_retargeted_home_instead_of_copied_back(default_con
     home = default_config.memory.blocks
     branch = next(e for e in result.trace.of("branch") if e.fields["pc"] == 2)
     retargets = {tuple(e.fields["home"]): e.cycle for e in result.trace.of("retarget")}
-    assert retargets == {(0x60, 8): branch.cycle + 1, (0x50, 1): branch.cycle + 2}   # one per cycle
+    # Resolved at the end of the branch's cycle, chosen the cycle after, retargeted the next; one per cycle.
+    assert retargets == {(0x60, 8): branch.cycle + 2, (0x50, 1): branch.cycle + 3}
     decodes = {e.fields["pc"]: e.fields for e in result.trace.of("decode")}
     dispatches = {e.fields["pc"]: e.fields for e in result.trace.of("dispatch")}
     assert decodes[3]["writes"][0] >= home and dispatches[3]["writes"][0] >= home   # sent to TM...
