@@ -80,8 +80,7 @@ class CommonDataBus(wiring.Component):
             lower = mutable("cdb_priority_inverted", (1 << index) - 1, (1 << count) - (1 << (index + 1)))
             ahead = Mux(self.pending[index], ahead_of[index], self.pending | (taking & lower))
             # "None ahead" (a NOR) for a width of 1: a population count maps to carry chains
-            # that cost fewer LUT4 sites on the default (2,788 against 3,715) but run at half
-            # the clock (59.9 against 116.2 MHz, docs/results.md).
+            # that take fewer LUT4 sites but run at half the clock (docs/results.md, "Blocks").
             width = mutable("cdb_width_plus_one", self._width, self._width + 1)
             m.d.comb += self.grant[index].eq(holding[index] & fewer_than(ahead, width))
             # Tickets leave but never overtake one another: keep the row to those staying.

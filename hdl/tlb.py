@@ -269,7 +269,8 @@ class TaskLookupBuffer(wiring.Component):
                      self.copy_entry.eq(select(first_copy, self.entries))]
         next_choice = oldest(retargetable, self.older)
         # Only the one-hot choice is registered: the chosen entry is read from its slot
-        # (an AND-OR from flip-flops), which as a register of its own cost 1,089 more LUT4s.
+        # (an AND-OR from flip-flops); a register of its own costs far more LUT4s
+        # (docs/results.md, "Blocks").
         m.d.sync += chosen.eq(Cat(*next_choice))
         chosen_entry = Signal.like(self.retarget_entry)
         m.d.comb += chosen_entry.eq(select(chosen, self.entries))
