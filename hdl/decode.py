@@ -31,8 +31,10 @@ __all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout"]
 
 
 def head_layout(config: SystemConfig) -> data.StructLayout:
-    """A task queue's head as decode sees it."""
-    return data.StructLayout({"valid": 1, "pc": config.widths.pc, "word": Instruction})
+    """A task queue's head as decode sees it, with its pc-relative target
+    (``hts.hdl.task_queue.queue_entry_layout``)."""
+    return data.StructLayout({"valid": 1, "pc": config.widths.pc, "word": Instruction,
+                              "target": fetch_pc_width(config), "before_start": 1})
 
 
 def upcoming_layout() -> data.StructLayout:
@@ -402,7 +404,7 @@ class Decode(wiring.Component):
             with m.Case(Opcode.LEND):
                 m.d.comb += bad_control.eq(chosen.stack_empty | (top.counter != word.b))
             with m.Case(Opcode.JUMP, Opcode.IF):
-                m.d.comb += bad_control.eq((chosen.head.pc + word.c.as_signed()) < 0)
+                m.d.comb += bad_control.eq(chosen.head.before_start)
         return wire(m, ~known | (word.pid != chosen.pid) | bad_register | bad_control, "illegal")
 
     def _fault_cause(self, m: Module, chosen: _Chosen, window, illegal) -> tuple[Signal, Signal]:
@@ -536,7 +538,7 @@ class Decode(wiring.Component):
             self.tlb_branch_block.eq(word.a),
             branch.pid.eq(chosen.pid),
             branch.pc.eq(head.pc),
-            branch.target.eq(self._target(head.pc, word.c)),
+            branch.target.eq(head.target),
             branch.cond.eq(word.k.branch.cond),
             # A memory branch is MR until the branch unit searches its block's writers.
             branch.kind.eq(Mux(word.k.branch.memory, BranchKind.MR, BranchKind.RR)),
@@ -618,7 +620,7 @@ class Decode(wiring.Component):
             with m.Case(Opcode.MUL):
                 self._write_gpr(m, pid)
             with m.Case(Opcode.JUMP):
-                self._redirect(m, pid, self._target(chosen.head.pc, word.c))
+                self._redirect(m, pid, chosen.head.target)
             with m.Case(Opcode.LBEG):
                 self._write_gpr(m, pid)
                 self._begin_loop(m, chosen, effects.next_skip)
@@ -666,15 +668,6 @@ class Decode(wiring.Component):
         with m.If(speculate):
             m.d.comb += [branch.speculated.eq(1), branch.spec_id.eq(new_id),
                          allocated_ids.eq(1 << new_id), new_mask.eq(1 << new_id)]
-
-    def _target(self, pc, offset):
-        """pc + signed C, saturated at ``program_words`` (past the end: nothing to fetch).
-
-        The assembler keeps targets at or after the start of the program.
-        """
-        target = pc + offset.as_signed()
-        end = self._config.hts.program_words
-        return Mux(target > end, end, target)
 
     def _write_gpr(self, m, pid):
         for index, bank in enumerate(self.gprs):

@@ -22,8 +22,20 @@ __all__ = ["TaskQueue", "queue_entry_layout"]
 
 
 def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
-    """One fetched instruction and where it came from."""
-    return data.StructLayout({"pc": config.widths.pc, "word": Instruction})
+    """One fetched instruction, where it came from, and its pc-relative target (a jump's
+    or an ``if``'s; meaningless for other instructions), computed as it is fetched:
+    ``target`` is pc + signed C saturated at ``program_words`` (past the end: nothing to
+    fetch), ``before_start`` whether pc + C < 0 (an illegal word)."""
+    return data.StructLayout({"pc": config.widths.pc, "word": Instruction,
+                              "target": fetch_pc_width(config), "before_start": 1})
+
+
+def _relative_target(entry, pc, word, program_words: int):
+    """``entry.target`` and ``entry.before_start`` of ``word`` fetched from ``pc``. Decode
+    reads them from the head's register instead of adding in its own cycle."""
+    target = pc + word.c.as_signed()
+    return [entry.target.eq(Mux(target > program_words, program_words, target)),
+            entry.before_start.eq(target[-1])]
 
 
 def _next_index(index, count: int):
@@ -44,8 +56,9 @@ class TaskQueue(wiring.Component):
 
     Decode side (on the state registered at the start of the cycle):
 
-    - ``head_valid``, ``head_pc``, ``head_word`` (out, registered): the oldest queued
-      instruction;
+    - ``head_valid``, ``head_pc``, ``head_word``, ``head_target``, ``head_before_start``
+      (out, registered): the oldest queued instruction and its pc-relative target
+      (``queue_entry_layout``);
     - ``behind_valid``, ``behind_word`` (out, registered): the instruction queued behind
       the head, and whether there is one; ``arriving_word`` (out, the block RAM's
       output): the word fetched this cycle. Decode reads the registers of the next
@@ -85,6 +98,8 @@ class TaskQueue(wiring.Component):
             "head_valid": Out(1),
             "head_pc": Out(widths.pc),
             "head_word": Out(Instruction),
+            "head_target": Out(pc_end),
+            "head_before_start": Out(1),
             "behind_valid": Out(1),
             "behind_word": Out(Instruction),
             "arriving_word": Out(Instruction),
@@ -115,7 +130,8 @@ class TaskQueue(wiring.Component):
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
         arriving = Signal(self._entry)
-        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data)]
+        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data),
+                     *_relative_target(arriving, self.fetch_pc, read.data, self._program_words)]
         behind, = record_ram(m, "ring", self._entry, depth, tail, self.fetched, arriving, [_next_index(head, depth)])
         m.d.comb += [
             self.behind_valid.eq(self.occupancy > 1 if depth > 1 else 0),   # (a constant compare would not lint)
@@ -124,6 +140,8 @@ class TaskQueue(wiring.Component):
             self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
             self.head_word.eq(head_entry.word),
+            self.head_target.eq(head_entry.target),
+            self.head_before_start.eq(head_entry.before_start),
             self.exhausted.eq((self.occupancy == 0) & (self.fetch_pc >= self.program_len)),
         ]
         m.d.sync += Assert(~self.pop | self.head_valid, "pop from an empty task queue")

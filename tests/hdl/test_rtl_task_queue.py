@@ -8,7 +8,7 @@ from rtl_sim import run
 
 from hts.hdl.interfaces import fetch_pc_width
 from hts.hdl.task_queue import TaskQueue
-from hts.isa import INSTRUCTION_BITS, Word
+from hts.isa import INSTRUCTION_BITS, Word, to_signed
 from hts.models.task_queue import TaskQueue as Model
 
 ROUNDS = 4                 # programs loaded one after the other into the same block
@@ -105,6 +105,10 @@ def test_task_queue_matches_model(request, preset, seed):
                 if head is not None:
                     assert ctx.get(dut.head_pc) == head.pc, where
                     assert ctx.get(dut.head_word.as_value()) == head.word.encode(), where
+                    target = head.pc + to_signed(head.word.c, 16)
+                    assert ctx.get(dut.head_before_start) == (target < 0), where
+                    if target >= 0:
+                        assert ctx.get(dut.head_target) == min(target, program_words), where
                 occupancy = len(model.entries)
                 assert ctx.get(dut.occupancy) == occupancy, where
                 assert ctx.get(dut.exhausted) == model.exhausted, where
