@@ -1,7 +1,8 @@
 """Task queue and fetch of one process: program memory, fetch PC and a FIFO of instructions.
 
 RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 9) for
-its timing. The program memory is a block RAM with a synchronous read port. Its address
+its timing. The program memory is a block RAM with a synchronous read port, holding
+each word with its pc-relative target (``program_word_layout``). Its address
 is driven with the fetch PC the *next* cycle will have, so the word at the fetch PC is
 already at the port's output in the cycle it is fetched: fetch costs no extra cycle over
 the model.
@@ -21,18 +22,22 @@ from .primitives import record_ram
 __all__ = ["TaskQueue", "queue_entry_layout"]
 
 
+def program_word_layout(config: SystemConfig) -> data.StructLayout:
+    """A program word as the program memory holds it: the instruction and its pc-relative
+    target (a jump's or an ``if``'s; meaningless for other instructions), computed when
+    the word is loaded: ``target`` is pc + signed C saturated at ``program_words`` (past
+    the end: nothing to fetch), ``before_start`` whether pc + C < 0 (an illegal word).
+    Neither fetch nor decode adds in its cycle."""
+    return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "before_start": 1})
+
+
 def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
-    """One fetched instruction, where it came from, and its pc-relative target (a jump's
-    or an ``if``'s; meaningless for other instructions), computed as it is fetched:
-    ``target`` is pc + signed C saturated at ``program_words`` (past the end: nothing to
-    fetch), ``before_start`` whether pc + C < 0 (an illegal word)."""
-    return data.StructLayout({"pc": config.widths.pc, "word": Instruction,
-                              "target": fetch_pc_width(config), "before_start": 1})
+    """One fetched program word and where it came from."""
+    return data.StructLayout({"pc": config.widths.pc, **program_word_layout(config).members})
 
 
 def _relative_target(entry, pc, word, program_words: int):
-    """``entry.target`` and ``entry.before_start`` of ``word`` fetched from ``pc``. Decode
-    reads them from the head's register instead of adding in its own cycle."""
+    """``entry.target`` and ``entry.before_start`` of ``word`` at ``pc``."""
     target = pc + word.c.as_signed()
     return [entry.target.eq(Mux(target > program_words, program_words, target)),
             entry.before_start.eq(target[-1])]
@@ -89,6 +94,7 @@ class TaskQueue(wiring.Component):
         widths = config.widths
         pc_end = fetch_pc_width(config)
         self._entry = queue_entry_layout(config)
+        self._program_word = program_word_layout(config)
         super().__init__({
             "load_en": In(1),
             "load_addr": In(widths.pc),
@@ -116,10 +122,11 @@ class TaskQueue(wiring.Component):
         m = Module()
         depth = self._depth
 
-        m.submodules.program = program = Memory(shape=Instruction, depth=self._program_words, init=[])
+        m.submodules.program = program = Memory(shape=self._program_word, depth=self._program_words, init=[])
         load = program.write_port()
         read = program.read_port(domain="sync", transparent_for=(load,))
-        m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.eq(self.load_data)]
+        m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.word.eq(self.load_data),
+                     *_relative_target(load.data, self.load_addr, self.load_data, self._program_words)]
 
         # A ring in distributed RAM (written at the tail, read behind the head without a
         # clock), and a copy of the head entry in a register of its own, so that decode
@@ -130,13 +137,13 @@ class TaskQueue(wiring.Component):
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
         arriving = Signal(self._entry)
-        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data),
-                     *_relative_target(arriving, self.fetch_pc, read.data, self._program_words)]
+        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data.word),
+                     arriving.target.eq(read.data.target), arriving.before_start.eq(read.data.before_start)]
         behind, = record_ram(m, "ring", self._entry, depth, tail, self.fetched, arriving, [_next_index(head, depth)])
         m.d.comb += [
             self.behind_valid.eq(self.occupancy > 1 if depth > 1 else 0),   # (a constant compare would not lint)
             self.behind_word.eq(behind.word),
-            self.arriving_word.eq(read.data),
+            self.arriving_word.eq(read.data.word),
             self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
             self.head_word.eq(head_entry.word),
