@@ -329,8 +329,6 @@ class HTS(wiring.Component):
                 decode.head[pid].word.eq(queue.head_word),
                 decode.head[pid].target.eq(queue.head_target),
                 decode.head[pid].before_start.eq(queue.head_before_start),
-                decode.head[pid].target.eq(queue.head_target),
-                decode.head[pid].before_start.eq(queue.head_before_start),
                 decode.upcoming[pid].behind_valid.eq(queue.behind_valid),
                 decode.upcoming[pid].behind.eq(queue.behind_word),
                 decode.upcoming[pid].arriving.eq(queue.arriving_word),

@@ -50,8 +50,6 @@ class FrontEnd(Elaboratable):
                 self.decode.head[pid].word.eq(queue.head_word),
                 self.decode.head[pid].target.eq(queue.head_target),
                 self.decode.head[pid].before_start.eq(queue.head_before_start),
-                self.decode.head[pid].target.eq(queue.head_target),
-                self.decode.head[pid].before_start.eq(queue.head_before_start),
                 self.decode.upcoming[pid].behind_valid.eq(queue.behind_valid),
                 self.decode.upcoming[pid].behind.eq(queue.behind_word),
                 self.decode.upcoming[pid].arriving.eq(queue.arriving_word),
