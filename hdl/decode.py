@@ -21,8 +21,8 @@ from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, F
 
 from .gpr import COUNTER_PORT, GPRBank
 from .interfaces import (BranchKind, Stall, branch_layout, decoded_signature, fault_layout, fetch_pc_width,
-                         loop_frame_layout, region_layout, restore_layout, tlb_request_layout, tracker_entry_layout,
-                         window_request_layout)
+                         loop_frame_layout, queue_entry_layout, region_layout, restore_layout, tlb_request_layout,
+                         tracker_entry_layout, window_request_layout)
 from .loop_stack import LoopStack
 from .mutation import mutable
 from .primitives import entry_of, lowest_set, wire
@@ -31,10 +31,8 @@ __all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout"]
 
 
 def head_layout(config: SystemConfig) -> data.StructLayout:
-    """A task queue's head as decode sees it, with its pc-relative target
-    (``hts.hdl.task_queue.queue_entry_layout``)."""
-    return data.StructLayout({"valid": 1, "pc": config.widths.pc, "word": Instruction,
-                              "target": fetch_pc_width(config), "before_start": 1})
+    """A task queue's head as decode sees it: whether there is one, and the entry."""
+    return data.StructLayout({"valid": 1, **queue_entry_layout(config).members})
 
 
 def upcoming_layout() -> data.StructLayout:

@@ -15,7 +15,8 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import FIELDS, REGISTER_BITS, Cond, FaultCause, Instruction
 
 __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_numbering", "flat_instance",
-           "region_layout", "window_request_layout", "fault_layout", "tracker_entry_layout",
+           "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
+           "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
            "queued_task_layout", "task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
@@ -61,6 +62,20 @@ def region_layout(config: SystemConfig) -> data.StructLayout:
     """A memory region: physical first block (TM blocks sit above home) and a block count."""
     widths = config.widths
     return data.StructLayout({"base": widths.phys_block, "blocks": widths.region_blocks})
+
+
+def program_word_layout(config: SystemConfig) -> data.StructLayout:
+    """A program word as the program memory holds it: the instruction and its pc-relative
+    target (a jump's or an ``if``'s; meaningless for other instructions), computed when
+    the word is loaded: ``target`` is pc + signed C saturated at ``program_words`` (past
+    the end: nothing to fetch), ``before_start`` whether pc + C < 0 (an illegal word).
+    Neither fetch nor decode adds in its cycle (``hts.hdl.task_queue``)."""
+    return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "before_start": 1})
+
+
+def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
+    """One fetched program word and where it came from."""
+    return data.StructLayout({"pc": config.widths.pc, **program_word_layout(config).members})
 
 
 def window_request_layout(config: SystemConfig) -> data.StructLayout:

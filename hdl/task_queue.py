@@ -16,24 +16,10 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import Instruction
 
-from .interfaces import fetch_pc_width
+from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout
 from .primitives import record_ram
 
-__all__ = ["TaskQueue", "queue_entry_layout"]
-
-
-def program_word_layout(config: SystemConfig) -> data.StructLayout:
-    """A program word as the program memory holds it: the instruction and its pc-relative
-    target (a jump's or an ``if``'s; meaningless for other instructions), computed when
-    the word is loaded: ``target`` is pc + signed C saturated at ``program_words`` (past
-    the end: nothing to fetch), ``before_start`` whether pc + C < 0 (an illegal word).
-    Neither fetch nor decode adds in its cycle."""
-    return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "before_start": 1})
-
-
-def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
-    """One fetched program word and where it came from."""
-    return data.StructLayout({"pc": config.widths.pc, **program_word_layout(config).members})
+__all__ = ["TaskQueue"]
 
 
 def _relative_target(entry, pc, word, program_words: int):
