@@ -98,14 +98,17 @@ class PipelineHarness(Harness):
         self._squash(m)
 
     def _wire(self, m: Module):
-        """The connections of ``HTS.elaborate`` among these blocks; returns the free
-        ``squash`` and the top level's sets of this cycle (aborted, broadcast, squashed,
-        released)."""
+        """The connections of ``HTS.elaborate`` among these blocks; returns the
+        ``squash`` (registered from a free ``squash_next``) and the top level's sets of
+        this cycle (aborted, broadcast, squashed, released)."""
         config = self.config
         window, stations, arbiter, asr, cdb, shells = (self.window, self.stations, self.arbiter, self.asr,
                                                        self.cdb, self.shells)
-        squash, confirm = Signal(config.hts.spec_ids), Signal(config.hts.spec_ids)
-        m.d.comb += [squash.eq(AnySeq(len(squash))), confirm.eq(AnySeq(len(confirm)))]
+        # The branch unit's squash is a register of its ``squash_next``.
+        squash_next, squash = Signal(config.hts.spec_ids), Signal(config.hts.spec_ids)
+        confirm = Signal(config.hts.spec_ids)
+        m.d.comb += [squash_next.eq(AnySeq(len(squash_next))), confirm.eq(AnySeq(len(confirm)))]
+        m.d.sync += squash.eq(squash_next)
         # The top level's own wiring (so its mutants reach this harness); no enqueue stage here.
         aborted, broadcast, squashed, released = connect_completion(
             m, config, cdb, asr, shells, squash, [queue.squashed_tags for queue in [window, *stations]])
@@ -117,10 +120,11 @@ class PipelineHarness(Harness):
             free_inputs(m, shell, wired=(shell.task.valid, shell.task.payload, shell.granted, shell.abort,
                                          shell.power_enable, shell.confirm))
         for queue in [window, *stations]:
-            m.d.comb += [queue.squash.eq(squash), queue.confirm.eq(confirm), queue.broadcast.eq(released)]
+            m.d.comb += [queue.squash_next.eq(squash_next), queue.confirm.eq(confirm),
+                         queue.broadcast.eq(released)]
         connect_issue_and_dispatch(m, window, stations, arbiter, asr)
         # Decode's task and the tracker's age matrix and entries are free.
-        free_inputs(m, window, wired=(window.squash, window.confirm, window.broadcast, window.station_room))
+        free_inputs(m, window, wired=(window.squash_next, window.confirm, window.broadcast, window.station_room))
         free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,
                                        arbiter.free_instance))
         return squash, aborted, broadcast, squashed, released
@@ -131,7 +135,7 @@ class PipelineHarness(Harness):
         # Decode appends only when the window reports room (step 8).
         self.assume(m, "append_only_with_room", ~window.append | (window.room != 0))
         # The enqueue stage drops a task under a squashed ID instead (hdl/enqueue.py).
-        self.assume(m, "append_not_squashed", ~window.append | ((task.mask & window.squash) == 0))
+        self.assume(m, "append_not_squashed", ~window.append | ((task.mask & self.squash) == 0))
         # Decode gave the task a tag free in the tracker, and the tracker holds every tag
         # a place holds.
         self.assume(m, "appended_tag_free", ~window.append | ((task.tag < config.hts.tracker_entries)

@@ -6,7 +6,7 @@ from hts.hdl.primitives import index_set
 
 from .harness import Harness, strict_total_order
 
-__all__ = ["age_order_properties", "squash_hits", "squash_properties"]
+__all__ = ["age_order_properties", "registered_squash", "squash_hits", "squash_properties"]
 
 
 def age_order_properties(harness: Harness, m: Module, queue):
@@ -16,26 +16,35 @@ def age_order_properties(harness: Harness, m: Module, queue):
     harness.cover(m, "age_order", "queue_full", queue.valid.all())
 
 
-def squash_hits(queue) -> list:
+def registered_squash(m: Module, queue) -> Signal:
+    """This cycle's squash: the queue's free ``squash_next`` of the cycle before, as the
+    branch unit registers it (zero after reset)."""
+    squash = Signal.like(queue.squash_next, name="squash")
+    m.d.sync += squash.eq(queue.squash_next)
+    return squash
+
+
+def squash_hits(queue, squash) -> list:
     """One bit per slot: a valid entry whose mask meets this cycle's ``squash``, stated
-    from the port and the records, not from the queue's own squash logic."""
-    return [valid & (entry.mask & queue.squash).any() for valid, entry in zip(queue.valid, queue.entries)]
+    from the records, not from the queue's own squash logic (its ``doomed`` bits)."""
+    return [valid & (entry.mask & squash).any() for valid, entry in zip(queue.valid, queue.entries)]
 
 
-def squash_properties(harness: Harness, m: Module, queue, tags: int):
+def squash_properties(harness: Harness, m: Module, queue, squash, tags: int):
     """The ``squash`` group: a squash leaves no entry under a squashed ID, and reports
-    exactly the tags of the entries it hits.
+    exactly the tags of the entries it hits; ``squash`` is :func:`registered_squash`.
 
     Entries arriving in the squash cycle are not checked against it here: the harness
     assumes, as the queue's contract says, that arrivals never carry a squashed ID.
     """
-    hits = squash_hits(queue)
-    was_squash = Signal.like(queue.squash)
-    m.d.sync += was_squash.eq(queue.squash)
+    hits = squash_hits(queue, squash)
+    was_squash = Signal.like(squash)
+    m.d.sync += was_squash.eq(squash)
     # The register is zero after reset, so the first cycle checked compares with no squash.
     harness.check(m, "squash", "no_entry_left_under_a_squashed_id",
                   Cat(*(~valid | ((entry.mask & was_squash) == 0)
                         for valid, entry in zip(queue.valid, queue.entries))).all())
+    harness.check(m, "squash", "doomed_entries_are_the_hit_entries", (queue.valid & queue.doomed) == Cat(*hits))
     harness.check(m, "squash", "squashed_tags_are_the_hit_entries",
                   queue.squashed_tags == index_set(hits, (entry.tag for entry in queue.entries), tags))
     harness.cover(m, "squash", "squash_hits_an_entry", Cat(*hits).any())

@@ -6,7 +6,7 @@ from hts.hdl.primitives import popcount
 from hts.hdl.reservation_station import ReservationStation
 
 from .harness import Harness, PropertyGroup, free_inputs
-from .queues import age_order_properties, squash_properties
+from .queues import age_order_properties, registered_squash, squash_properties
 
 __all__ = ["ReservationStationHarness"]
 
@@ -22,13 +22,14 @@ class ReservationStationHarness(Harness):
     def build(self, m: Module):
         station = m.submodules.station = ReservationStation(self.config)
         free_inputs(m, station)
+        squash = registered_squash(m, station)
         # The window moves no more tasks of a class than its station's room (its
         # has_room count, hdl/window.py).
         self.assume(m, "insert_only_with_room", popcount(station.insert_valid) <= station.room)
         # The window issues only tasks the squash spares (``issues_no_squashed_task``,
         # proved in the window's harness).
         self.assume(m, "inserts_not_squashed",
-                    Cat(*(~valid | ((task.mask & station.squash) == 0)
+                    Cat(*(~valid | ((task.mask & squash) == 0)
                           for valid, task in zip(station.insert_valid, station.insert_task))).all())
         age_order_properties(self, m, station)
-        squash_properties(self, m, station, self.config.hts.tracker_entries)
+        squash_properties(self, m, station, squash, self.config.hts.tracker_entries)

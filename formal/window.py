@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module
 from hts.hdl.window import DispatchWindow
 
 from .harness import Harness, PropertyGroup, free_inputs
-from .queues import age_order_properties, squash_properties
+from .queues import age_order_properties, registered_squash, squash_properties
 
 __all__ = ["WindowHarness"]
 
@@ -21,6 +21,7 @@ class WindowHarness(Harness):
     def build(self, m: Module):
         window = m.submodules.window = DispatchWindow(self.config)
         free_inputs(m, window)
+        squash = registered_squash(m, window)
         # Decode appends only when the window reports room (docs/microarchitecture.md, step 8).
         self.assume(m, "append_only_with_room", ~window.append | (window.room != 0))
         # Each station reports a count of its free entries, at most its size.
@@ -28,10 +29,10 @@ class WindowHarness(Harness):
                     Cat(*(room <= self.config.hts.rs_entries for room in window.station_room)).all())
         # The enqueue stage drops a task under a squashed ID instead of appending it
         # (``append`` is ``occupied & ~squashed`` in hdl/enqueue.py; step 7).
-        self.assume(m, "append_not_squashed", ~window.append | ((window.append_task.mask & window.squash) == 0))
+        self.assume(m, "append_not_squashed", ~window.append | ((window.append_task.mask & squash) == 0))
         age_order_properties(self, m, window)
-        squash_properties(self, m, window, self.config.hts.tracker_entries)
+        squash_properties(self, m, window, squash, self.config.hts.tracker_entries)
         # What the stations' harness assumes of their insertions.
         self.check(m, "squash", "issues_no_squashed_task",
-                   Cat(*(~valid | ((task.mask & window.squash) == 0)
+                   Cat(*(~valid | ((task.mask & squash) == 0)
                          for valid, task in zip(window.issue_valid, window.issue_task))).all())

@@ -92,6 +92,9 @@ edge, its record stays until its ID is free again, for the trace):
 
 - ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted last cycle; their
   tasks are killed at once. This unit removes the process's younger branches (the edge);
+- ``squash_next`` (out, to the window and the stations; combinational): the IDs
+  mispredicted now, i.e. next cycle's ``squash``, so that those queues register which
+  entries it will remove;
 - ``restore`` (out, per process, ``hts.hdl.interfaces.restore_layout``): GPRs and loop
   stack come back from checkpoint ``slot``, the mask becomes the branch's ``mask``, and
   the process does not decode in this cycle (the model's ``resume_at``);
@@ -191,6 +194,7 @@ class BranchUnit(wiring.Component):
             "taken": Out(slots),
             "confirm": Out(hts.spec_ids),
             "squash": Out(hts.spec_ids),
+            "squash_next": Out(hts.spec_ids),
             "freed_ids": Out(hts.spec_ids),
             "redirect": Out(hts.processes),
             "redirect_pc": Out(data.ArrayLayout(fetch_pc_width(config), hts.processes)),
@@ -244,7 +248,8 @@ class BranchUnit(wiring.Component):
                                             for is_due, entry in zip(due, self.entries))))
         resolving = self.resolving
         mispredicting = Cat(*(resolving[slot] & outcome[slot] for slot in range(spec_ids)))
-        m.d.sync += self.squash.eq(mispredicting)
+        m.d.comb += self.squash_next.eq(mispredicting)
+        m.d.sync += self.squash.eq(self.squash_next)
         m.d.comb += [
             self.taken.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(self._slot_count)))),
             self.confirm.eq(mutable("branch_confirm_lost",

@@ -195,7 +195,7 @@ class HTS(wiring.Component):
 
         # ---- end-of-cycle updates of every block that holds tasks or branches -------------
         for queue in [window, *stations]:
-            m.d.comb += [queue.squash.eq(branch_unit.squash), queue.confirm.eq(branch_unit.confirm),
+            m.d.comb += [queue.squash_next.eq(branch_unit.squash_next), queue.confirm.eq(branch_unit.confirm),
                          queue.broadcast.eq(released)]
         m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
         # The retarget rewrites the ranges of queued tasks in the tracker, where they are

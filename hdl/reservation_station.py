@@ -6,7 +6,7 @@ docs/microarchitecture.md for its timing. Same fixed-slot queue with an age matr
 the dispatch window (:class:`hts.hdl.window.AgeQueue`).
 """
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
 from amaranth.lib import data
 from amaranth.lib.wiring import In, Out
 
@@ -37,6 +37,11 @@ class ReservationStation(AgeQueue):
       queued record (the arbiter completes it from the tracker);
     - ``take`` (in, from the dispatch arbiter): the offered task leaves at the edge
       (ignored without an offer).
+
+    Besides the queue's registered state, ``waits_empty`` (one bit per slot) says that
+    the entry's ``waits`` is empty: it is reduced at the edge from the record the slot
+    takes, so an offer starts from flip-flops (every simulation asserts it against
+    ``waits``).
     """
 
     def __init__(self, config: SystemConfig):
@@ -49,13 +54,24 @@ class ReservationStation(AgeQueue):
             "offer_task": Out(task),
             "take": In(1),
         })
+        self.waits_empty = Signal(hts.rs_entries, reset_less=True)
+
+    def _register_slot(self, m: Module, slot: int, following):
+        m.d.sync += self.waits_empty[slot].eq(~following.waits.any())
+
+    def _check_waits_empty(self, m: Module):
+        """Simulation only (and not under reset): each valid slot's ``waits_empty`` is its ``waits`` reduced."""
+        direct = Cat(*(~entry.waits.any() for entry in self.entries))
+        m.d.sync += Assert(ResetSignal() | ((self.valid & (self.waits_empty ^ direct)) == 0),
+                           "a waits_empty bit disagrees with waits")
 
     def _arrivals(self) -> list:
         return [(self.insert_valid[port], self.insert_task[port]) for port in range(self._width)]
 
     def _departures(self, m: Module, movable: list) -> list:
-        ready = [can_move & mutable("station_offers_waiting", ~entry.waits.any(), 1)
-                 for can_move, entry in zip(movable, self.entries)]
+        self._check_waits_empty(m)
+        ready = [can_move & mutable("station_offers_waiting", waits_empty, 1)
+                 for can_move, waits_empty in zip(movable, self.waits_empty)]
         oldest_ready = mutable("station_offers_youngest", oldest, youngest)(ready, self.older)
         m.d.comb += [self.offer_valid.eq(Cat(*ready).any()), self.offer_task.eq(select(oldest_ready, self.entries))]
         return [chosen & self.take for chosen in oldest_ready]

@@ -9,7 +9,7 @@ waits); its regions, pid, pc, task ID and metadata are its tag's tracker entry, 
 takes the retargets that the model applies to queued tasks (hdl/interfaces.py).
 """
 
-from amaranth.hdl import Cat, Module, Signal
+from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -26,7 +26,7 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
     """What lands on every queued task at the clock edge, and the squash that removes some."""
     hts = config.hts
     return {
-        "squash": In(hts.spec_ids),
+        "squash_next": In(hts.spec_ids),
         "squashed_tags": Out(hts.tracker_entries),
         "queued_tags": Out(hts.tracker_entries),
         "confirm": In(hts.spec_ids),
@@ -54,10 +54,14 @@ class AgeQueue(wiring.Component):
 
     - ``room`` (out, to the stage that fills the queue): free entries at the start of
       the cycle; the filling stage never sends more arrivals than that;
-    - ``squash`` (in, from the branch unit): speculation IDs mispredicted this cycle.
-      Every entry whose ``mask`` meets it is removed at once: it neither moves on this
-      cycle nor stays;
-    - ``squashed_tags`` (out, to the top level): the tags of those entries, to free;
+    - ``squash_next`` (in, from the branch unit): the speculation IDs mispredicted this
+      cycle, which the branch unit squashes next cycle. Every entry whose ``mask`` will
+      meet that squash (the mask it will have, after this cycle's ``confirm``) is
+      *doomed*, in a register: next cycle it is removed at once, neither moving on nor
+      staying. The squash test is thus a flip-flop per slot, not a compare in front of
+      the offers and the issue pick (docs/hardware.md, "Timing");
+    - ``squashed_tags`` (out, to the top level): the tags of the entries removed this
+      cycle, to free;
     - ``queued_tags`` (out, to the copy-back engine): the tags of every entry at the
       start of the cycle (their producers have not started writing back);
     - ``confirm`` (in, from the branch unit): speculation IDs predicted right, cleared
@@ -68,8 +72,11 @@ class AgeQueue(wiring.Component):
 
     Registered state (not ports; the tests read it and order the valid slots by
     ``older``): ``valid`` (one bit per slot), ``entries`` (the records; a free slot's is
-    meaningless) and ``older`` (``older[i]`` bit ``j``: the entry in slot ``j`` arrived
-    before the one in slot ``i``; meaningful only where both are valid).
+    meaningless), ``older`` (``older[i]`` bit ``j``: the entry in slot ``j`` arrived
+    before the one in slot ``i``; meaningful only where both are valid) and ``doomed``
+    (one bit per slot: its entry goes with this cycle's squash; meaningful only where
+    ``valid``). Every simulation asserts that ``doomed`` equals the compare of each
+    valid entry's ``mask`` with the squash it was computed for.
     """
 
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
@@ -81,6 +88,7 @@ class AgeQueue(wiring.Component):
         # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
         self.entries = Signal(data.ArrayLayout(self._task, capacity), reset_less=True)
         self.older = Signal(data.ArrayLayout(capacity, capacity), reset_less=True)
+        self.doomed = Signal(capacity, reset_less=True)
 
     def _departures(self, m: Module, movable: list) -> list:
         """Drive the outputs to the next stage; one bit per slot whose entry moves on at the edge.
@@ -93,13 +101,15 @@ class AgeQueue(wiring.Component):
         """``(valid, record)`` pairs written into free slots, oldest first."""
         raise NotImplementedError
 
+    def _register_slot(self, m: Module, slot: int, following):
+        """Registers of the subclass kept per slot from ``following``, the record the slot holds next cycle."""
+
     def elaborate(self, platform):
         m = Module()
         capacity = self._capacity
         valid = list(self.valid)
-        squashed = [valid[index] & mutable("queue_squash_first_id_only", (entry.mask & self.squash).any(),
-                                            (entry.mask & self.squash)[0])
-                    for index, entry in enumerate(self.entries)]
+        squashed = [valid[index] & self.doomed[index] for index in range(capacity)]
+        self._check_doomed(m)
         m.d.comb += [
             self.room.eq(capacity - popcount(valid)),
             self.squashed_tags.eq(self._tag_set(squashed)),
@@ -138,11 +148,26 @@ class AgeQueue(wiring.Component):
             for took, record in zip(takes[slot], updated_arrivals):
                 with m.If(took):
                     m.d.comb += following.eq(record)
-            m.d.sync += self.entries[slot].eq(following)
+            m.d.sync += [self.entries[slot].eq(following), self.doomed[slot].eq(self._dooms(following))]
+            self._register_slot(m, slot, following)
         # An arrival is younger than every entry staying and than the arrivals before it.
         update_age_matrix(m, self.older, arriving,
                           [Cat(*staying) | self._earlier_arrivals(takes, slot) for slot in range(capacity)])
         m.d.sync += self.valid.eq(Cat(*staying) | arriving)
+
+    def _dooms(self, record):
+        """Whether next cycle's squash removes ``record`` (as it will be then)."""
+        meets = record.mask & self.squash_next
+        return mutable("queue_squash_first_id_only", meets.any(), meets[0])
+
+    def _check_doomed(self, m: Module):
+        """Simulation only: each valid slot's ``doomed`` is its mask against the squash
+        (not under reset, where a formal harness starts from any state)."""
+        squash = Signal.like(self.squash_next, name="squash")
+        m.d.sync += squash.eq(self.squash_next)
+        direct = Cat(*((entry.mask & squash).any() for entry in self.entries))
+        m.d.sync += Assert(ResetSignal() | ((self.valid & (self.doomed ^ direct)) == 0),
+                           "a doomed bit disagrees with the squash")
 
     @staticmethod
     def _earlier_arrivals(takes: list, slot: int):

@@ -169,9 +169,9 @@ def whole_record_fields(record) -> dict:
             "metadata": record.metadata}
 
 
-def drive_end_of_cycle(ctx, dut, squash: int, confirm: int, released: set[int]):
-    """The inputs every queue shares: squash, confirm and broadcast."""
-    ctx.set(dut.squash, squash)
+def drive_end_of_cycle(ctx, dut, next_squash: int, confirm: int, released: set[int]):
+    """The inputs every queue shares: next cycle's squash, confirm and broadcast."""
+    ctx.set(dut.squash_next, next_squash)
     ctx.set(dut.confirm, confirm)
     ctx.set(dut.broadcast, sum(1 << tag for tag in released))
 
