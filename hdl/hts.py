@@ -82,8 +82,7 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
             station.take.eq(arbiter.take[class_index]),
             window.station_room[class_index].eq(station.room),
             station.insert_task.eq(window.issue_task),
-            station.insert_valid.eq(Cat(*(valid & (task.accel_class == class_index)
-                                          for valid, task in zip(window.issue_valid, window.issue_task)))),
+            station.insert_valid.eq(Cat(*(to[class_index] for to in window.issue_to))),
         ]
 
 

@@ -27,9 +27,9 @@ class ReservationStation(AgeQueue):
     for this class):
 
     - ``insert_valid``, ``insert_task`` (in, from the window): up to ``dispatch_width``
-      tasks, oldest first; the top level routes the window's ``issue_valid`` /
-      ``issue_task`` here with ``insert_valid[k] = issue_valid[k] & (issue_task[k]
-      .accel_class == this class)``, so the valid bits need not be contiguous. They land
+      tasks, oldest first; the top level routes the window's ``issue_task`` here with
+      ``insert_valid[k] = issue_to[k][this class]`` (the window's one-hot class of a valid
+      position), so the valid bits need not be contiguous. They land
       at the edge behind every task that stays, with this cycle's end-of-cycle updates;
       the window sends only what ``room`` allows;
     - ``offer_valid``, ``offer_task`` (out, to the dispatch arbiter): the oldest entry,

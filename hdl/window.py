@@ -204,7 +204,10 @@ class DispatchWindow(AgeQueue):
       0). They are the oldest unsquashed tasks whose station has room, room counted down
       per class as tasks are taken in age order, at most ``dispatch_width`` of them
       (``DispatchWindow.select``). They leave the window at the edge; the records are the
-      start-of-cycle ones, so the station applies this cycle's updates as it inserts them.
+      start-of-cycle ones, so the station applies this cycle's updates as it inserts them;
+    - ``issue_to`` (out, to the stations): per output position, one bit per class: the
+      station that position's task goes to (its ``accel_class`` one-hot; 0 where
+      ``issue_valid`` is not set).
     """
 
     def __init__(self, config: SystemConfig):
@@ -216,6 +219,7 @@ class DispatchWindow(AgeQueue):
             "station_room": In(data.ArrayLayout(range(hts.rs_entries + 1), len(config.accelerators))),
             "issue_valid": Out(hts.dispatch_width),
             "issue_task": Out(data.ArrayLayout(task, hts.dispatch_width)),
+            "issue_to": Out(data.ArrayLayout(len(config.accelerators), hts.dispatch_width)),
         })
 
     def _arrivals(self) -> list:
@@ -231,10 +235,13 @@ class DispatchWindow(AgeQueue):
         # class have gone. With one task a cycle only the oldest such entry matters, and
         # for it no older task of its class can be waiting, so its station's room is enough.
         has_room = []
+        # With one way each room is tested before the class selects it: a bit-select of
+        # ten bits rather than a compare behind a multiplexer of the counts.
+        stations_with_room = Cat(*(room != 0 for room in self.station_room))
         for index, entry in enumerate(entries):
             room = self.station_room[entry.accel_class]
             if width == 1:
-                fits = room != 0
+                fits = stations_with_room.bit_select(entry.accel_class, 1)
             else:
                 same_class_older = self._older_than(index, [movable[other] & (entries[other].accel_class
                                                                               == entry.accel_class)
@@ -247,8 +254,14 @@ class DispatchWindow(AgeQueue):
                                                               for index in range(capacity)])
         issued = [wire(m, goes, f"issues_{index}") for index, goes in enumerate(oldest(has_room, order, width))]
         position = [popcount(self._older_than(index, has_room)) if width > 1 else 0 for index in range(capacity)]
+        # Each slot's class one-hot, decoded from the register, so that a station's
+        # ``insert_valid`` is a bit of the selected one-hot, not a compare behind the select.
+        classes = len(self.station_room)
+        class_bits = [wire(m, Cat(*(entry.accel_class == c for c in range(classes))), f"class_of_{index}")
+                      for index, entry in enumerate(entries)]
         for output in range(width):
             in_output = [goes & (at == output) for goes, at in zip(issued, position)]
             m.d.comb += [self.issue_valid[output].eq(popcount(has_room) > output),
-                         self.issue_task[output].eq(select(in_output, entries))]
+                         self.issue_task[output].eq(select(in_output, entries)),
+                         self.issue_to[output].eq(select(in_output, class_bits))]
         return issued

@@ -71,8 +71,8 @@ __all__ = ["design_digest",
     "parse_stat", "count_cells", "parse_report", "critical_path", "run_yosys", "synthesize",
 ]
 
-# Block name -> "module:Class" under hts.hdl, the top level first: the first block whose
-# module exists is the default.
+# Block name -> "module:Class" (the blocks under hts.hdl, groups of them in
+# hts.synth_groups), the top level first: the first block whose module exists is the default.
 _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
     "axi_hts": "hts.hdl.axi_hts:AxiHTS",
@@ -92,6 +92,7 @@ _BLOCKS = {
     "loop_stack": "hts.hdl.loop_stack:LoopStack",
     "control": "hts.hdl.control:AxiLiteControl",
     "hls_vector_add": "hts.hdl.hls:vector_add_core",
+    "issue_and_dispatch": "hts.synth_groups:IssueAndDispatch",
 }
 
 

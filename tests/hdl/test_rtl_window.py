@@ -43,7 +43,8 @@ def test_window_matches_model(request, preset, seed):
             # The model, in the order of HTSModel.step: squash, issue, decode, end of cycle.
             squashed = model.squash(squash)
             waiting = [task.tag for task in window.tasks]
-            issued = [task.tag for task in model.dispatch.issue(window, model.stations, list(station_room))]
+            moved = model.dispatch.issue(window, model.stations, list(station_room))
+            issued = [task.tag for task in moved]
             for station in model.stations:        # not under test: issued tasks leave the picture
                 station.tasks.clear()
             window.tasks.extend(arriving)
@@ -58,6 +59,8 @@ def test_window_matches_model(request, preset, seed):
             assert ctx.get(dut.room) == room, where
             assert ctx.get(dut.squashed_tags) == tags_of(squashed), where
             assert ctx.get(dut.issue_valid) == (1 << len(issued)) - 1, where
+            assert list(ctx.get(dut.issue_to)) == [1 << task.class_index for task in moved] + [0] * (
+                hts.dispatch_width - len(moved)), where
             issue_task = ctx.get(dut.issue_task)
             for position, tag in enumerate(issued):
                 assert record_fields(issue_task[position]) == start[tag], f"{where}, issue {position}"
