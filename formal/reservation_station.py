@@ -17,7 +17,7 @@ class ReservationStationHarness(Harness):
     # The squash's base case spans reset, an arrival, the squash and the cycle after, so
     # that a squash missing an entry fails as a counterexample from reset.
     GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4))
-    ASSUMPTIONS = ("insert_only_with_room", "inserts_not_squashed")
+    ASSUMPTIONS = ("insert_only_with_room", "inserts_not_squashed", "inserts_waits_clear_of_their_waits")
 
     def build(self, m: Module):
         station = m.submodules.station = ReservationStation(self.config)
@@ -31,5 +31,11 @@ class ReservationStationHarness(Harness):
         self.assume(m, "inserts_not_squashed",
                     Cat(*(~valid | ((task.mask & squash) == 0)
                           for valid, task in zip(station.insert_valid, station.insert_task))).all())
+        # The window reduces each inserted task's waits less the broadcast
+        # (``issue_waits_clear_of_the_issued_waits``, proved in the window's harness).
+        self.assume(m, "inserts_waits_clear_of_their_waits",
+                    Cat(*(~valid | (clear == ~(task.waits & ~station.broadcast).any())
+                          for valid, clear, task in zip(station.insert_valid, station.insert_waits_clear,
+                                                        station.insert_task))).all())
         age_order_properties(self, m, station)
         squash_properties(self, m, station, squash, self.config.hts.tracker_entries)

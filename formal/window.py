@@ -36,3 +36,9 @@ class WindowHarness(Harness):
         self.check(m, "squash", "issues_no_squashed_task",
                    Cat(*(~valid | ((task.mask & squash) == 0)
                          for valid, task in zip(window.issue_valid, window.issue_task))).all())
+        # One task per issue position: it rests on the age matrix being an order, so it
+        # is proved in that group, whose induction has the order.
+        self.check(m, "age_order", "issue_waits_clear_of_the_issued_waits",
+                   Cat(*(~valid | (clear == ~(task.waits & ~window.broadcast).any())
+                         for valid, clear, task in zip(window.issue_valid, window.issue_waits_clear,
+                                                       window.issue_task))).all())

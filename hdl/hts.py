@@ -82,6 +82,7 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
             station.take.eq(arbiter.take[class_index]),
             window.station_room[class_index].eq(station.room),
             station.insert_task.eq(window.issue_task),
+            station.insert_waits_clear.eq(window.issue_waits_clear),
             station.insert_valid.eq(Cat(*(to[class_index] for to in window.issue_to))),
         ]
 

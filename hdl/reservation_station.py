@@ -32,6 +32,8 @@ class ReservationStation(AgeQueue):
       position), so the valid bits need not be contiguous. They land
       at the edge behind every task that stays, with this cycle's end-of-cycle updates;
       the window sends only what ``room`` allows;
+    - ``insert_waits_clear`` (in, from the window's ``issue_waits_clear``): per port,
+      the inserted task's ``waits`` is empty once this cycle's ``broadcast`` is cleared;
     - ``offer_valid``, ``offer_task`` (out, to the dispatch arbiter): the oldest entry,
       not squashed this cycle, whose ``waits`` is empty (start-of-cycle state), as a
       queued record (the arbiter completes it from the tracker);
@@ -50,14 +52,20 @@ class ReservationStation(AgeQueue):
         super().__init__(config, hts.rs_entries, {
             "insert_valid": In(hts.dispatch_width),
             "insert_task": In(data.ArrayLayout(task, hts.dispatch_width)),
+            "insert_waits_clear": In(hts.dispatch_width),
             "offer_valid": Out(1),
             "offer_task": Out(task),
             "take": In(1),
         })
         self.waits_empty = Signal(hts.rs_entries, reset_less=True)
 
-    def _register_slot(self, m: Module, slot: int, following):
-        m.d.sync += self.waits_empty[slot].eq(~following.waits.any())
+    def _register_slot(self, m: Module, slot: int, own, took: list):
+        waits_empty = Signal(name=f"waits_empty_next_{slot}")
+        m.d.comb += waits_empty.eq(~own.waits.any())
+        for port, took_it in enumerate(took):
+            with m.If(took_it):
+                m.d.comb += waits_empty.eq(self.insert_waits_clear[port])
+        m.d.sync += self.waits_empty[slot].eq(waits_empty)
 
     def _check_waits_empty(self, m: Module):
         """Simulation only (and not under reset): each valid slot's ``waits_empty`` is its ``waits`` reduced."""

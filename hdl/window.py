@@ -101,8 +101,9 @@ class AgeQueue(wiring.Component):
         """``(valid, record)`` pairs written into free slots, oldest first."""
         raise NotImplementedError
 
-    def _register_slot(self, m: Module, slot: int, following):
-        """Registers of the subclass kept per slot from ``following``, the record the slot holds next cycle."""
+    def _register_slot(self, m: Module, slot: int, own, took: list):
+        """Registers of the subclass kept per slot: ``own`` is the slot's record with this
+        cycle's updates, ``took[k]`` that the slot takes arrival ``k`` instead."""
 
     def elaborate(self, platform):
         m = Module()
@@ -144,12 +145,14 @@ class AgeQueue(wiring.Component):
         # a deeper, multiplexed value.
         updated_arrivals = [self._updated(m, record, f"arrival_{k}") for k, (_, record) in enumerate(arrivals)]
         for slot in range(capacity):
-            following = self._updated(m, self.entries[slot], f"slot_{slot}")
+            own = self._updated(m, self.entries[slot], f"slot_{slot}")
+            following = Signal.like(own, name=f"following_{slot}")
+            m.d.comb += following.eq(own)
             for took, record in zip(takes[slot], updated_arrivals):
                 with m.If(took):
                     m.d.comb += following.eq(record)
             m.d.sync += [self.entries[slot].eq(following), self.doomed[slot].eq(self._dooms(following))]
-            self._register_slot(m, slot, following)
+            self._register_slot(m, slot, own, takes[slot])
         # An arrival is younger than every entry staying and than the arrivals before it.
         update_age_matrix(m, self.older, arriving,
                           [Cat(*staying) | self._earlier_arrivals(takes, slot) for slot in range(capacity)])
@@ -207,7 +210,12 @@ class DispatchWindow(AgeQueue):
       start-of-cycle ones, so the station applies this cycle's updates as it inserts them;
     - ``issue_to`` (out, to the stations): per output position, one bit per class: the
       station that position's task goes to (its ``accel_class`` one-hot; 0 where
-      ``issue_valid`` is not set).
+      ``issue_valid`` is not set);
+    - ``issue_waits_clear`` (out, to the stations): per output position, that task's
+      ``waits`` is empty once this cycle's ``broadcast`` is cleared from it. It is
+      reduced here, once per window slot beside the pick, so that no station reduces the
+      selected record again (each did, and the flattened netlist copied the window's
+      select into every station: docs/results.md).
     """
 
     def __init__(self, config: SystemConfig):
@@ -220,6 +228,7 @@ class DispatchWindow(AgeQueue):
             "issue_valid": Out(hts.dispatch_width),
             "issue_task": Out(data.ArrayLayout(task, hts.dispatch_width)),
             "issue_to": Out(data.ArrayLayout(len(config.accelerators), hts.dispatch_width)),
+            "issue_waits_clear": Out(hts.dispatch_width),
         })
 
     def _arrivals(self) -> list:
@@ -259,9 +268,12 @@ class DispatchWindow(AgeQueue):
         classes = len(self.station_room)
         class_bits = [wire(m, Cat(*(entry.accel_class == c for c in range(classes))), f"class_of_{index}")
                       for index, entry in enumerate(entries)]
+        waits_clear = [wire(m, ~self._updated(m, entry, f"issuing_{index}").waits.any(), f"waits_clear_{index}")
+                       for index, entry in enumerate(entries)]
         for output in range(width):
             in_output = [goes & (at == output) for goes, at in zip(issued, position)]
             m.d.comb += [self.issue_valid[output].eq(popcount(has_room) > output),
                          self.issue_task[output].eq(select(in_output, entries)),
-                         self.issue_to[output].eq(select(in_output, class_bits))]
+                         self.issue_to[output].eq(select(in_output, class_bits)),
+                         self.issue_waits_clear[output].eq(select(in_output, waits_clear))]
         return issued

@@ -69,6 +69,7 @@ class IssueAndDispatch(BlockGroup):
                   "asr": asr}
         driven = {"window": {"station_room"}, "arbiter": {"offer_valid", "offer_task", "has_free", "free_instance"},
                   "asr": {"occupy"},
-                  **{f"station{c}": {"take", "insert_task", "insert_valid"} for c in range(len(stations))}}
+                  **{f"station{c}": {"take", "insert_task", "insert_valid", "insert_waits_clear"}
+                     for c in range(len(stations))}}
         super().__init__(blocks, lambda m: connect_issue_and_dispatch(m, window, stations, arbiter, asr), driven,
                          shared=("squash_next", "confirm", "broadcast"))

@@ -52,6 +52,8 @@ def test_station_matches_model(request, preset, seed):
             released = bit_set(source.bits(hts.tracker_entries, 0.15)) | {task.tag for task in squashed}
 
             ctx.set(dut.insert_valid, sum(1 << port for port in ports))
+            ctx.set(dut.insert_waits_clear, sum(1 << port for port in ports
+                                                if not set(inserted[ports.index(port)].waits_for) - released))
             ctx.set(dut.insert_task, [task_record(inserted[ports.index(port)]) if port in ports else {}
                                       for port in range(width)])
             ctx.set(dut.take, take)

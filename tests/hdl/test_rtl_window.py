@@ -62,8 +62,9 @@ def test_window_matches_model(request, preset, seed):
             assert list(ctx.get(dut.issue_to)) == [1 << task.class_index for task in moved] + [0] * (
                 hts.dispatch_width - len(moved)), where
             issue_task = ctx.get(dut.issue_task)
-            for position, tag in enumerate(issued):
-                assert record_fields(issue_task[position]) == start[tag], f"{where}, issue {position}"
+            for position, task in enumerate(moved):
+                assert record_fields(issue_task[position]) == start[task.tag], f"{where}, issue {position}"
+                assert ctx.get(dut.issue_waits_clear[position]) == (not set(task.waits_for) - released), where
 
             model.end_of_cycle(released, confirm)
             await ctx.tick()
