@@ -41,9 +41,9 @@ class ReservationStation(AgeQueue):
       (ignored without an offer).
 
     Besides the queue's registered state, ``waits_empty`` (one bit per slot) says that
-    the entry's ``waits`` is empty: it is reduced at the edge from the record the slot
-    takes, so an offer starts from flip-flops (every simulation asserts it against
-    ``waits``).
+    the entry's ``waits`` is empty: at the edge the slot reduces its own record's, or
+    takes an arrival's from ``insert_waits_clear``, so an offer starts from flip-flops
+    (every simulation asserts it against ``waits``).
     """
 
     def __init__(self, config: SystemConfig):
