@@ -25,7 +25,7 @@ class BlockGroup(wiring.Component):
     """Named blocks, wired by ``connect``; every input it leaves undriven, and every
     output, becomes a port ``<block>_<port>``, except the inputs named in ``shared``,
     which all blocks having them take from one port of that name (as the top level
-    drives the queues' squash, confirm and broadcast from one source).
+    drives the queues' squash_next, confirm and broadcast from one source).
 
     ``driven``: per block, the inputs ``connect`` drives.
     """
