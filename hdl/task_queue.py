@@ -2,10 +2,9 @@
 
 RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 9) for
 its timing. The program memory is a block RAM with a synchronous read port, holding
-each word with its pc-relative target (``program_word_layout``). Its address
-is driven with the fetch PC the *next* cycle will have, so the word at the fetch PC is
-already at the port's output in the cycle it is fetched: fetch costs no extra cycle over
-the model.
+each word with its pc-relative target (``program_word_layout``). Its address is the
+fetch PC register, so a word fetched in one cycle is at the port's output in the next:
+the model's word in flight. It joins the queue at the end of that cycle.
 """
 
 from amaranth.hdl import Assert, Module, Mux, Signal
@@ -52,10 +51,11 @@ class TaskQueue(wiring.Component):
       (``queue_entry_layout``);
     - ``behind_valid``, ``behind_word`` (out, registered): the instruction queued behind
       the head, and whether there is one; ``arriving_word`` (out, the block RAM's
-      output): the word fetched this cycle. Decode reads the registers of the next
-      head from these a cycle ahead;
-    - ``occupancy`` (out): entries queued (the model's ``room["queue"]``);
-    - ``exhausted`` (out): queue empty and fetch PC >= ``program_len``.
+      output): the word in flight, which joins the queue this cycle unless a redirect
+      drops it. Decode reads the registers of the next head from these a cycle ahead;
+    - ``occupancy`` (out, registered): entries queued, not counting the word in flight
+      (the model's ``room["queue"]``);
+    - ``exhausted`` (out): queue empty, no word in flight and fetch PC >= ``program_len``.
 
     Updates (land at the clock edge):
 
@@ -69,8 +69,9 @@ class TaskQueue(wiring.Component):
 
     Fetch, for the top level and the trace:
 
-    - ``fetched`` (out): this cycle appends the word at ``fetch_pc`` (the queue had room
-      at the start of the cycle, ``fetch_pc`` < ``program_len``, and no redirect);
+    - ``fetched`` (out): this cycle reads the word at ``fetch_pc`` into flight (the queue,
+      counting the word in flight, had room at the start of the cycle, ``fetch_pc`` <
+      ``program_len``, and no redirect);
     - ``fetch_pc`` (out): the fetch PC register.
     """
 
@@ -118,14 +119,18 @@ class TaskQueue(wiring.Component):
         # clock), and a copy of the head entry in a register of its own, so that decode
         # starts from a flip-flop rather than from the ring (or the block RAM's output).
         # Meaningful only between head and tail: no reset (record_register,
-        # hdl/primitives.py).
+        # hdl/primitives.py). ``in_flight`` says the block RAM's output holds a word
+        # fetched last cycle; ``used`` counts it with the queued entries for fetch's room.
         head_entry = Signal(self._entry, reset_less=True)
         head = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
+        in_flight = Signal()
+        in_flight_pc = Signal.like(self.head_pc)
+        used = Signal.like(self.occupancy)
         arriving = Signal(self._entry)
-        m.d.comb += [arriving.pc.eq(self.fetch_pc), arriving.word.eq(read.data.word),
+        m.d.comb += [arriving.pc.eq(in_flight_pc), arriving.word.eq(read.data.word),
                      arriving.target.eq(read.data.target), arriving.before_start.eq(read.data.before_start)]
-        behind, = record_ram(m, "ring", self._entry, depth, tail, self.fetched, arriving, [_next_index(head, depth)])
+        behind, = record_ram(m, "ring", self._entry, depth, tail, in_flight, arriving, [_next_index(head, depth)])
         m.d.comb += [
             self.behind_valid.eq(self.occupancy > 1 if depth > 1 else 0),   # (a constant compare would not lint)
             self.behind_word.eq(behind.word),
@@ -135,39 +140,37 @@ class TaskQueue(wiring.Component):
             self.head_word.eq(head_entry.word),
             self.head_target.eq(head_entry.target),
             self.head_before_start.eq(head_entry.before_start),
-            self.exhausted.eq((self.occupancy == 0) & (self.fetch_pc >= self.program_len)),
+            self.exhausted.eq((used == 0) & (self.fetch_pc >= self.program_len)),
         ]
         m.d.sync += Assert(~self.pop | self.head_valid, "pop from an empty task queue")
 
         flush = self.start | self.redirect
-        m.d.comb += self.fetched.eq((self.occupancy < depth) & (self.fetch_pc < self.program_len) & ~flush)
+        m.d.comb += self.fetched.eq((used < depth) & (self.fetch_pc < self.program_len) & ~flush)
 
-        next_pc = Signal.like(self.fetch_pc)
         with m.If(self.start):
-            m.d.comb += next_pc.eq(0)
+            m.d.sync += self.fetch_pc.eq(0)
         with m.Elif(self.redirect):
-            m.d.comb += next_pc.eq(self.redirect_pc)
+            m.d.sync += self.fetch_pc.eq(self.redirect_pc)
         with m.Elif(self.fetched):
-            m.d.comb += next_pc.eq(self.fetch_pc + 1)
-        with m.Else():
-            m.d.comb += next_pc.eq(self.fetch_pc)
-        # Reading ahead keeps read.data == program[fetch_pc] in every cycle (memory and
-        # port output both start at 0). A next PC of program_words wraps the address, but
-        # nothing is fetched from there.
-        m.d.comb += read.addr.eq(next_pc)
-        m.d.sync += self.fetch_pc.eq(next_pc)
+            m.d.sync += self.fetch_pc.eq(self.fetch_pc + 1)
+        # The read port's output is program[fetch_pc] of the cycle before (memory and port
+        # output both start at 0): the word in flight when one was fetched. A fetch PC of
+        # program_words wraps the address, but nothing is fetched from there.
+        m.d.comb += read.addr.eq(self.fetch_pc)
+        m.d.sync += [in_flight.eq(self.fetched), in_flight_pc.eq(self.fetch_pc)]
 
         with m.If(flush):
-            m.d.sync += [head.eq(0), tail.eq(0), self.occupancy.eq(0)]
+            m.d.sync += [head.eq(0), tail.eq(0), self.occupancy.eq(0), used.eq(0)]
         with m.Else():
             with m.If(self.pop):
                 m.d.sync += head.eq(_next_index(head, depth))
-            with m.If(self.fetched):
+            with m.If(in_flight):
                 m.d.sync += tail.eq(_next_index(tail, depth))
             # The next head: the entry behind the head if there is one, else what arrives.
             with m.If(self.pop & self.behind_valid):
                 m.d.sync += head_entry.eq(behind)
             with m.Elif(self.pop | (self.occupancy == 0)):
                 m.d.sync += head_entry.eq(arriving)
-            m.d.sync += self.occupancy.eq(self.occupancy + self.fetched - self.pop)
+            m.d.sync += [self.occupancy.eq(self.occupancy + in_flight - self.pop),
+                         used.eq(used + self.fetched - self.pop)]
         return m

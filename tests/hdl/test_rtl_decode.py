@@ -78,15 +78,16 @@ def test_decode_runs_programs_in_order(seed):
     decoded: list[tuple] = []
 
     async def bench(ctx):
-        for pid, (queue, program) in enumerate(zip(queues, programs)):
-            ctx.set(queue.program_len, len(program))
+        # Nothing is fetched (so nothing decodes) until start: program_len is 0 until then.
+        for queue, program in zip(queues, programs):
             for pc, word in enumerate(program.words):
                 ctx.set(queue.load_en, 1)
                 ctx.set(queue.load_addr, pc)
                 ctx.set(queue.load_data.as_value(), word)
                 await ctx.tick()
             ctx.set(queue.load_en, 0)
-        for queue in queues:
+        for queue, program in zip(queues, programs):
+            ctx.set(queue.program_len, len(program))
             ctx.set(queue.start, 1)
         await ctx.tick()
         for queue in queues:

@@ -109,8 +109,8 @@ def test_task_queue_matches_model(request, preset, seed):
                     assert ctx.get(dut.head_before_start) == (target < 0), where
                     if target >= 0:
                         assert ctx.get(dut.head_target) == min(target, program_words), where
-                occupancy = len(model.entries)
-                assert ctx.get(dut.occupancy) == occupancy, where
+                assert ctx.get(dut.occupancy) == len(model.entries), where
+                occupancy = model.occupancy
                 assert ctx.get(dut.exhausted) == model.exhausted, where
                 assert ctx.get(dut.fetch_pc) == model.fetch_pc, where
 
@@ -126,6 +126,7 @@ def test_task_queue_matches_model(request, preset, seed):
                     model.redirect(target)
                 # What is fetched is (fetch_pc, word): the pc was compared above, the word
                 # is compared when the entry reaches the head.
+                model.arrive()
                 assert ctx.get(dut.fetched) == model.fetch(occupancy), where
                 await ctx.tick()
             ctx.set(dut.pop, 0)
