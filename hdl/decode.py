@@ -54,6 +54,15 @@ class _State(NamedTuple):
     skip_depth: data.View   # per process: nesting depth in a zero-iteration loop being skipped (0: none)
     free_ids: Signal        # the speculation-ID pool
     faulted: Signal         # per process: it faulted
+    product: data.View      # a mul decoded last cycle, whose product is written now (``_multiply``)
+
+
+def product_layout(config: SystemConfig) -> data.StructLayout:
+    """A mul between its two cycles: its process and register, and the partial products
+    of its operands' 16-bit halves, registered behind the multipliers."""
+    half = REGISTER_BITS // 2
+    return data.StructLayout({"valid": 1, "pid": config.widths.pid, "index": config.widths.gpr_index,
+                              "low": REGISTER_BITS, "cross_ab": half, "cross_ba": half})
 
 
 class _Chosen(NamedTuple):
@@ -81,6 +90,7 @@ class _Effects(NamedTuple):
     allocated_ids: Signal   # speculation IDs taken from the pool
     new_mask: Signal        # bits its process's mask gains
     next_skip: Signal       # its process's skip depth
+    multiply: Signal        # a mul: its product is written in the next cycle
 
 
 class Decode(wiring.Component):
@@ -192,7 +202,7 @@ class Decode(wiring.Component):
         state = self._state(m)
         operands = [self._operands(m, pid) for pid in range(self._config.hts.processes)]
         reason = self._why_not_decodable(m, state)
-        pid, valid = self._round_robin(m, reason)
+        pid, valid = self._round_robin(m, reason, state.product.valid)
         chosen = self._read_chosen(m, pid, valid, operands, state)
 
         # ---- planning: regions, window and legality checks, TLB search, stall ------------
@@ -211,9 +221,10 @@ class Decode(wiring.Component):
         # valid and enable bits wait for it (docs/hardware.md, "Timing").
         self._task_fields(m, chosen, reads, writes, home_writes)
         self._branch_fields(m, chosen)
-        self._gpr_write_fields(m, chosen)
+        self._gpr_write_fields(m, chosen, state.product)
         new_id = self._checkpoint(m, state.free_ids)
         effects = self._decode_one(m, chosen, decoding, control_decoding, speculative_output, state, new_id)
+        self._multiply(m, chosen, state.product, effects.multiply)
         self._end_of_cycle(m, chosen, control_decoding, state, effects)
         return m
 
@@ -231,7 +242,8 @@ class Decode(wiring.Component):
         skip_depth = Signal(data.ArrayLayout(range(hts.loop_depth + 1), processes))
         free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
         faulted = Signal(processes)
-        return _State(spec_mask, skip_depth, free_ids, faulted)
+        product = Signal(product_layout(self._config))
+        return _State(spec_mask, skip_depth, free_ids, faulted, product)
 
     def _why_not_decodable(self, m: Module, state: _State) -> list[Signal]:
         """Per process, why the arbiter may not pick it (``Stall.NONE``: it may), in the
@@ -254,12 +266,13 @@ class Decode(wiring.Component):
                 m.d.comb += reason[pid].eq(Stall.FETCH)
         return reason
 
-    def _round_robin(self, m: Module, reason: list[Signal]) -> tuple[Signal, Signal]:
+    def _round_robin(self, m: Module, reason: list[Signal], multiplying) -> tuple[Signal, Signal]:
         """The arbiter: the first eligible process after the last one picked, and whether
-        there is one. The pointer moves past it whether or not it stalls."""
+        there is one; none while a mul finishes (``multiplying``). The pointer moves past
+        it whether or not it stalls."""
         processes = self._config.hts.processes
         pointer = Signal(self._config.widths.pid)
-        eligible = Cat(*(r == Stall.NONE for r in reason))
+        eligible = Cat(*(r == Stall.NONE for r in reason)) & ~multiplying.replicate(processes)
         chosen = Signal(self._config.widths.pid)
         any_chosen = Signal()
         for offset in reversed(range(processes)):
@@ -293,44 +306,56 @@ class Decode(wiring.Component):
         return _Chosen(any_chosen, chosen, head, word, opcode, r_a, r_b, r_c, counter, top,
                        stack_empty, stack_full, mask, skipping)
 
-    def _operands(self, m: Module, pid: int) -> Signal:
+    def _operands(self, m: Module, pid: int) -> list[Value]:
         """R[A], R[B], R[C] of process ``pid``'s queue head, read a cycle ahead into a register.
 
         Decode then starts from flip-flops instead of a register-file read. The registers
         of the next head are read with the indices of both words that can become the head
-        (``upcoming``), with this cycle's GPR write forwarded. Only decoding the process
-        pops its head or writes its registers, so a head that stays keeps its operands; a
-        restore (a squash) comes with a redirect, which empties the queue. Simulation
-        asserts that the register equals a direct read of the head's registers.
+        (``upcoming``). Only decoding the process pops its head or writes its registers,
+        so a head that stays keeps its operands; a restore (a squash) comes with a
+        redirect, which empties the queue. A register written by the instruction decoded
+        in the cycle of the read is not forwarded into the read (its value comes from an
+        adder or the multiplier): each operand keeps a bit saying it names that
+        register, and reads ``last_write``, the bank's last written value, instead.
+        Simulation asserts that the operands equal a direct read of the head's registers.
         """
         bank, upcoming, head = self.gprs[pid], self.upcoming[pid], self.head[pid]
         operands = Signal(data.ArrayLayout(REGISTER_BITS, 3), name=f"operands{pid}", reset_less=True)
+        written = Signal(3, name=f"operands_written{pid}")
+        last_write = Signal(REGISTER_BITS, name=f"last_write{pid}", reset_less=True)
         behind, arriving = (self._read_ahead(m, bank, word, first_port)
                             for word, first_port in ((upcoming.behind, 0), (upcoming.arriving, 3)))
-        with m.If(self.pop[pid]):
-            m.d.sync += operands.eq(Mux(upcoming.behind_valid, behind, arriving))
-        with m.Elif(~head.valid):
-            m.d.sync += operands.eq(arriving)
-        m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
+        values = [Mux(written[port], last_write, operands[port]) for port in range(3)]
         fields = (head.word.a, head.word.b, head.word.c)
+        with m.If(self.pop[pid]):
+            m.d.sync += Cat(operands, written).eq(Mux(upcoming.behind_valid, behind, arriving))
+        with m.Elif(~head.valid):
+            m.d.sync += Cat(operands, written).eq(arriving)
+        with m.Elif(bank.write_en):
+            # A mul's product lands while the head stays (nothing decodes meanwhile).
+            m.d.sync += [operands.eq(Cat(*values)),
+                         written.eq(Cat(*(bank.write_index == self._register(field) for field in fields)))]
+        with m.If(bank.write_en):
+            m.d.sync += last_write.eq(bank.write_value)
+        m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
         direct = Cat(*(entry_of(bank.values, self._register(field)) for field in fields))
-        m.d.sync += Assert(~head.valid | (operands.as_value() == direct), "operands read ahead are stale")
-        return operands
+        m.d.sync += Assert(~head.valid | (Cat(*values) == direct), "operands read ahead are stale")
+        return values
 
     def _register(self, field):
         """The register a field names: its low bits, as the bank's read port takes them."""
         return field[:self._config.widths.gpr_index]
 
-    def _read_ahead(self, m: Module, bank, word, first_port: int):
-        """R[A], R[B], R[C] of ``word`` as they will be at the edge: the bank's read, or this
-        cycle's write to the same register (a restore needs no forwarding: see ``_operands``)."""
-        values = []
+    def _read_ahead(self, m: Module, bank, word, first_port: int) -> Value:
+        """R[A], R[B], R[C] of ``word`` as the bank holds them now, then one bit per
+        operand: whether this cycle's write lands in its register (``_operands``)."""
+        values, written = [], []
         for port, field in enumerate((word.a, word.b, word.c), start=first_port):
             index = self._register(field)
             m.d.comb += bank.read_index[port].eq(index)
-            written = bank.write_en & (bank.write_index == index)
-            values.append(Mux(written, bank.write_value, bank.read_value[port]))
-        return Cat(*values)
+            values.append(bank.read_value[port])
+            written.append(bank.write_en & (bank.write_index == index))
+        return Cat(*values, *written)
 
     @staticmethod
     def _opcode(m: Module, accel_id) -> Signal:
@@ -416,7 +441,8 @@ class Decode(wiring.Component):
             return (blocks != 0) & ((base < window.base) | (base > window.end - blocks))
 
         cause = Signal(FaultCause)
-        branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & outside(word.a, 1), "branch_outside")
+        block_outside = (word.a < window.base) | (word.a >= window.end)     # outside(word.a, 1), with no adder
+        branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & block_outside, "branch_outside")
         with m.If(illegal):
             m.d.comb += cause.eq(FaultCause.ILLEGAL)
         with m.Elif(opcode == Opcode.TASK):
@@ -546,24 +572,47 @@ class Decode(wiring.Component):
             branch.mask.eq(chosen.mask),
         ]
 
-    def _gpr_write_fields(self, m, chosen: _Chosen):
-        """The register the head writes and its value, to every bank; only the chosen
-        bank's ``write_en`` (``_write_gpr``) waits for the stall logic."""
+    def _gpr_write_fields(self, m, chosen: _Chosen, product):
+        """The register the head writes and its value, to every bank, or in the cycle after
+        a mul its product; only a bank's ``write_en`` (``_write_gpr``, ``_multiply``) waits
+        for the stall logic."""
         word, r_a, r_b, top = chosen.word, chosen.r_a, chosen.r_b, chosen.top
         index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
-        with m.Switch(chosen.opcode):
-            with m.Case(Opcode.MOV):
-                m.d.comb += [index.eq(word.c), value.eq(word.a)]
-            with m.Case(Opcode.ADD):
-                m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
-            with m.Case(Opcode.MUL):
-                m.d.comb += [index.eq(word.c), value.eq(r_a * r_b)]
-            with m.Case(Opcode.LBEG):
-                m.d.comb += index.eq(word.b)
-            with m.Case(Opcode.LEND):
-                m.d.comb += [index.eq(top.counter), value.eq(chosen.counter + 1)]
+        half = REGISTER_BITS // 2
+        with m.If(product.valid):
+            m.d.comb += [index.eq(product.index),
+                         value.eq(product.low + Cat(Const(0, half), product.cross_ab + product.cross_ba))]
+        with m.Else():
+            with m.Switch(chosen.opcode):
+                with m.Case(Opcode.MOV):
+                    m.d.comb += [index.eq(word.c), value.eq(word.a)]
+                with m.Case(Opcode.ADD):
+                    m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
+                with m.Case(Opcode.LBEG):
+                    m.d.comb += index.eq(word.b)
+                with m.Case(Opcode.LEND):
+                    m.d.comb += [index.eq(top.counter), value.eq(chosen.counter + 1)]
         for bank in self.gprs:
             m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
+
+    def _multiply(self, m, chosen: _Chosen, product, multiply):
+        """``mul`` in two cycles: the 16-bit halves of the chosen head's operands are
+        multiplied into registers every cycle (``multiply``: it was a mul), and the next
+        cycle adds them into the product and writes it (``_gpr_write_fields``), while
+        nothing decodes. A squash of the process in that cycle wins over the write."""
+        half = REGISTER_BITS // 2
+        a, b = chosen.r_a, chosen.r_b
+        m.d.sync += [
+            product.valid.eq(multiply),
+            product.pid.eq(chosen.pid),
+            product.index.eq(chosen.word.c),
+            product.low.eq(a[:half] * b[:half]),
+            product.cross_ab.eq(a[:half] * b[half:]),
+            product.cross_ba.eq(a[half:] * b[:half]),
+        ]
+        for pid, bank in enumerate(self.gprs):
+            with m.If(product.valid & (product.pid == pid) & ~self.restore[pid].valid):
+                m.d.comb += bank.write_en.eq(1)
 
     def _checkpoint(self, m: Module, free_ids) -> Signal:
         """The lowest free speculation ID, whose slot takes every process's checkpoint."""
@@ -588,7 +637,7 @@ class Decode(wiring.Component):
         new_mask = Signal(hts.spec_ids)
         next_skip = Signal.like(skip_depth[0])
         m.d.comb += next_skip.eq(skip_depth[chosen.pid])
-        effects = _Effects(allocated_ids, new_mask, next_skip)
+        effects = _Effects(allocated_ids, new_mask, next_skip, Signal(name="multiply"))
 
         m.d.comb += self.pop.bit_select(chosen.pid, 1).eq(decoding)
         with m.If(control_decoding):
@@ -616,7 +665,7 @@ class Decode(wiring.Component):
             with m.Case(Opcode.ADD):
                 self._write_gpr(m, pid)
             with m.Case(Opcode.MUL):
-                self._write_gpr(m, pid)
+                m.d.comb += effects.multiply.eq(1)
             with m.Case(Opcode.JUMP):
                 self._redirect(m, pid, chosen.head.target)
             with m.Case(Opcode.LBEG):

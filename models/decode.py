@@ -3,7 +3,8 @@
 The decode stage (:class:`Decode`; RTL ``hdl/decode.py``) decodes one instruction per
 cycle for one process, picked round robin; a task takes a tracker entry (and a TLB
 entry for a speculative output) and goes to the enqueue stage. Control instructions execute there, in program order, on the state below:
-``mov``/``add``/``mul`` in one cycle, ``jump`` and a loop back by redirecting fetch,
+``mov``/``add`` in one cycle, ``mul`` in two (nothing decodes in the cycle after it,
+while the multiplier finishes), ``jump`` and a loop back by redirecting fetch,
 ``lbeg`` with zero iterations by discarding the body one instruction per cycle, and
 ``if`` by handing it to the branch unit. An unspeculated branch stops its process until
 it resolves; a speculated one leaves a checkpoint and the process goes on.
@@ -122,6 +123,7 @@ class Decode:
         self.round_robin = 0
         self.seq = 0                     # decode order of tasks
         self.free_at = 0                 # runtime baseline: the CPU is busy scheduling until then
+        self.multiplying = False         # a mul decoded last cycle: its product is written now
 
     def step(self, t: int, processes: list[ProcessContext], room: dict, tracker: MemoryTracker,
              tlb: TaskLookupBuffer, enqueue: EnqueueStage, branch_unit: BranchUnit) -> Decoded:
@@ -137,7 +139,8 @@ class Decode:
         count = len(processes)
         order = [processes[(self.round_robin + step) % count] for step in range(count)]
         reasons = {proc.pid: self._why_not_decodable(t, proc, room) for proc in order}
-        chosen = next((proc for proc in order if reasons[proc.pid] is None), None)
+        chosen = next((proc for proc in order if reasons[proc.pid] is None and not self.multiplying), None)
+        self.multiplying = False
         out = Decoded()
         for proc in order:
             if proc.done_at is None and proc is not chosen:
@@ -230,7 +233,9 @@ class Decode:
         if op == Opcode.TASK:
             out.task = self._decode_task(t, proc, pc, word, plan, blocks)
         elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
+            # The product lands a cycle later in hardware; nothing can read it before.
             execute_register_op(word, proc.gprs)
+            self.multiplying = op == Opcode.MUL
         elif op == Opcode.JUMP:
             proc.queue.redirect(pc + word.offset)
         elif op == Opcode.LBEG:

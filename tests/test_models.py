@@ -341,6 +341,19 @@ def test_a_jump_target_decodes_three_cycles_after_the_jump(default_config):
     assert result.trace.of("decode")[0].cycle == 2 + 3   # the jump decodes at 2
 
 
+def test_mul_keeps_decode_busy_for_a_cycle(default_config):
+    """Nothing decodes in the cycle after a mul (its product is written then), whatever
+    reads it; the register then holds the product."""
+    decode_cycle = {}
+    for op in ("add", "mul"):
+        text = f"mov 3 0 r1 0 0 0 0\n{op} r1 r1 r2 0 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\n"
+        result = HTSModel(default_config, [assemble(text, default_config)], initial_memory(default_config)).run()
+        decode_cycle[op] = result.trace.of("decode")[0].cycle
+        assert result.registers[0][2] == (6 if op == "add" else 9)
+        assert result.stalls.get("decoder_busy", 0) == (op == "mul")
+    assert decode_cycle["mul"] == decode_cycle["add"] + 1
+
+
 def test_register_branch_costs_one_bubble(default_config):
     straight = "mov 1 0 r1 0 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\n"
     branchy = "mov 1 0 r1 0 0 0 0\nif r1 r1 1 0 0 0 1 0\nreal_fir 10 1 40 1 0 0 0 0\n"  # RR NEQ: not taken

@@ -146,6 +146,7 @@ def test_decode_runs_programs_in_order(seed):
                 del pending[pid]
         else:
             raise AssertionError(f"seed {seed}: the front end did not finish")
+        await ctx.tick()    # a last mul's product lands a cycle after its decode
 
         reference = [(t.pid, t.pc, t.accel_id, t.regions, t.data) for t in expected.tasks]
         for pid in range(config.hts.processes):
