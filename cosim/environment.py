@@ -75,7 +75,7 @@ class Outputs:
     dma_writes: dict[int, tuple[int, int]] = field(default_factory=dict)   # DMA port -> (word address, beat)
     started: int = 0                  # flat instances accepting a task
     released: int = 0                 # flat instances whose task leaves (granted or aborted)
-    tasks: Sequence = ()              # the task each flat instance holds; read only with ``started``
+    tasks: Sequence = ()              # the task each flat instance accepts; read only with ``started``
     events: list[dict] = field(default_factory=list)   # the trace port's events (``hts.hdl.trace.TraceReader``)
     ended: int = 0                    # processes ending
     fault: tuple[int, int, str] | None = None           # (pid, pc, cause) on the CPU's fault port
@@ -123,7 +123,8 @@ class Environment:
         self._lanes: dict[int, tuple[int, int]] = {}        # branch-read lane -> (cycle due, block)
         self._dma: list[tuple[int, int, int]] = []          # DMA reads pending: (cycle due, port, word address)
         self._answered_at: int | None = None                # the last cycle with a DMA answer
-        self._running: dict[int, _Running] = {}             # flat instance -> its Python core's task
+        self._tasks: dict = {}                              # flat instance -> the task it started
+        self._running: dict[int, _Running] = {}             # flat instance -> its Python core's timing
         self._ended = 0
 
     # ---- one cycle ------------------------------------------------------------------------
@@ -147,15 +148,16 @@ class Environment:
             self._answered_at = cycle
         return drive
 
-    def grant(self, grants: int, held: Sequence = ()) -> dict[int, int]:
-        """The CDB grants of the cycle (``held``: the task each flat instance holds, read only
-        with ``grants``): their functions run, as the model's ``_complete``. Returns the
-        branch-read answers due in the cycle, lane -> word, which see those completions."""
-        for flat in range(len(held)) if grants else ():
+    def grant(self, grants: int, writes: Sequence = ()) -> dict[int, int]:
+        """The CDB grants of the cycle (``writes``: the output region each flat instance's
+        shell holds, retargets applied, read only with ``grants``): their functions run on
+        the tasks they started, as the model's ``_complete``. Returns the branch-read
+        answers due in the cycle, lane -> word, which see those completions."""
+        for flat in range(len(writes)) if grants else ():
             if grants >> flat & 1 and flat not in self._rtl:
-                task = held[flat]
+                task, output = self._tasks[flat], writes[flat]
                 self._functions.run(self.memory, self._accel_ids[task.accel_class], task.reads.base,
-                                    task.reads.blocks, task.writes.base, task.writes.blocks, task.metadata)
+                                    task.reads.blocks, output.base, output.blocks, task.metadata)
         answers = {}
         for lane, (due, block) in list(self._lanes.items()):
             if due == self._cycle:
@@ -197,11 +199,11 @@ class Environment:
         for flat in list(self._running):
             if outputs.released >> flat & 1:
                 del self._running[flat]        # idle from the next cycle
-        if self._timing is None:
-            return
         for flat in range(len(outputs.tasks)):
             if outputs.started >> flat & 1 and flat not in self._rtl:
-                task = outputs.tasks[flat]
+                task = self._tasks[flat] = outputs.tasks[flat]
+                if self._timing is None:
+                    continue
                 accel = self._config.accelerators[task.accel_class]
                 cycles = self._timing.cycles(accel, self._programs[task.pid].decoded[task.pc])
                 writing = transfer_cycles(self._config, task.writes.blocks)

@@ -47,7 +47,8 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
 from hts.config import SystemConfig
-from hts.hdl.interfaces import branch_read_signature, cpu_signature, instance_numbering, task_layout, trace_layout
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, instance_numbering, region_layout, task_layout,
+                                trace_layout)
 from hts.hdl.trace import TraceReader, canonical
 from hts.isa import REGISTER_BITS
 from hts.models.coverage import StateCoverage, trace_coverage
@@ -89,7 +90,9 @@ class TB:
         # Through AXI4-Lite the CPU is cocotbext-axi's manager; the fault port is a monitor.
         self.control = ControlPort(dut) if axi else None
         self.fault_port = "fault" if axi else "cpu__fault"
-        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), len(instance_numbering(config))))
+        instances = len(instance_numbering(config))
+        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), instances))
+        self.read_writes = view_reader(data.ArrayLayout(region_layout(config), instances))
         self.read_trace = view_reader(trace_layout(config))
         cpu = cpu_signature(config).members
         self.load_layout, self.length_layout = cpu["load"].shape, cpu["length"].shape
@@ -184,7 +187,7 @@ class TB:
                 # Grants read after the rising edge would be the next cycle's: say so, not a mismatch.
                 raise RuntimeError(f"cycle {cycle}: the second ReadWrite phase fell in a later time step")
             grants = int(dut.grant.value)
-            answers = env.grant(grants, self.read_tasks(int(dut.core_task.value)) if grants else ())
+            answers = env.grant(grants, self.read_writes(int(dut.core_writes.value)) if grants else ())
             for lane, word in answers.items():
                 read_data = _set_lane(read_data, lane, word)
             if answers:

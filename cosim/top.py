@@ -25,7 +25,7 @@ from hts.hdl.control import ADDR_BITS
 from hts.hdl.hls import vector_add_core
 from hts.hdl.hts import HTS
 from hts.hdl.interfaces import (branch_read_signature, core_signature, cpu_signature, dma_signature, fault_layout,
-                                instance_numbering, task_layout, trace_layout)
+                                instance_numbering, region_layout, task_layout, trace_layout)
 from hts.hdl.trace import any_event
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "RTL_CORES", "ports",
@@ -90,8 +90,9 @@ class CosimTop(wiring.Component):
 
     - ``core_start`` (out): the instance accepts a task this cycle;
     - ``core_release`` (out): its task leaves this cycle (CDB grant or abort);
-    - ``core_task`` (out): the task it holds (the accepted one in the start cycle), with
-      retargets applied: what the accelerator computes at its grant;
+    - ``core_task`` (out): the task it accepts (meaningful with ``core_start``);
+    - ``core_writes`` (out): the output region its shell holds, with retargets applied:
+      where the accelerator writes at its grant;
     - ``core_done``, ``core_writeback`` (in, from the testbench): the core's status, as
       :class:`hts.hdl.accelerator.LatencyCore` would drive it;
     - ``grant`` (out): the CDB grants of this cycle;
@@ -118,6 +119,7 @@ class CosimTop(wiring.Component):
             "core_start": Out(instances),
             "core_release": Out(instances),
             "core_task": Out(data.ArrayLayout(task_layout(config), instances)),
+            "core_writes": Out(data.ArrayLayout(region_layout(config), instances)),
             "core_done": In(instances),
             "core_writeback": In(instances),
             "grant": Out(instances),
@@ -162,7 +164,7 @@ class CosimTop(wiring.Component):
             self.copying.eq(scheduler.copy_back.copying),
         ]
         for flat, core in enumerate(cores):
-            m.d.comb += self.core_task[flat].eq(core.task)
+            m.d.comb += [self.core_task[flat].eq(core.task), self.core_writes[flat].eq(core.writes)]
             if flat not in self._rtl:
                 m.d.comb += [core.done.eq(self.core_done[flat]), core.writeback.eq(self.core_writeback[flat])]
         m.d.sync += self.cycle.eq(Mux(cpu.start.any(), 0, self.cycle + 1))

@@ -13,13 +13,13 @@ from then on.
 ``hts.models.timing``): it takes exactly its class's configured latency and moves no data.
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import core_signature, dma_signature, retarget_layout, task_layout
+from .interfaces import core_signature, dma_signature, held_task_layout, retarget_layout, task_layout
 from .mutation import mutable
 from .primitives import record_register
 
@@ -57,7 +57,7 @@ class LatencyCore(wiring.Component):
         running = Signal()
         # Cycles until done, counted from the cycle after the start: latency - 1 down to 0.
         remaining = Signal(bits_for(latency))
-        cycles_to_write = writeback_cycles(self._config, self.task.writes.blocks)
+        cycles_to_write = writeback_cycles(self._config, self.writes.blocks)
         writeback_from = Signal.like(cycles_to_write)
 
         # ``done`` is running & remaining == 0, kept in a flip-flop set a cycle ahead, so
@@ -95,9 +95,10 @@ class AcceleratorShell(wiring.Component):
       *t + 1*;
     - ``busy`` (out, to the top level): a task is held, from the cycle after acceptance
       until the cycle of its grant or abort included;
-    - ``current`` (out, to the top level and the squash logic): the held task (while
-      ``busy``), with the updates below applied: its tag for the broadcast, its mask for
-      the squash's aborts, its output region;
+    - ``current`` (out, to the top level and the squash logic, ``held_task_layout``): what
+      the shell holds of its task (while ``busy``), with the updates below applied: its
+      tag for the broadcast, its mask for the squash's aborts, pid and pc for the trace,
+      its output region. The rest of the task goes to the core with ``start`` only;
     - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
       grant; the core's ``done``;
     - ``granted`` (in, from the CDB): the done task is broadcast this cycle; the shell is
@@ -131,11 +132,10 @@ class AcceleratorShell(wiring.Component):
 
     def __init__(self, config: SystemConfig, core: wiring.Component):
         self._core = core
-        layout = task_layout(config)
         super().__init__({
-            "task": In(stream.Signature(layout)),
+            "task": In(stream.Signature(task_layout(config))),
             "busy": Out(1),
-            "current": Out(layout),
+            "current": Out(held_task_layout(config)),
             "done": Out(1),
             "granted": In(1),
             "abort": In(1),
@@ -162,12 +162,16 @@ class AcceleratorShell(wiring.Component):
             self.writeback_started.eq(self.busy & core.writeback),
             self.retarget_refused.eq(self.retarget.valid & ~retargetable),
             core.start.eq(accepting),
-            core.task.eq(Mux(accepting, self.task.payload, self.current)),
+            core.task.eq(self.task.payload),
+            core.writes.eq(Mux(accepting, self.task.payload.writes, self.current.writes)),
             core.release.eq(leaving),
         ]
 
-        m.d.comb += held.eq(core.task)
-        m.d.comb += held.mask.eq(core.task.mask & ~self.confirm)
+        # The task held from this cycle on, before the updates that land at the edge.
+        kept = Signal.like(self.current)
+        payload = Cat(*(getattr(self.task.payload, name) for name, _ in kept.shape()))
+        m.d.comb += [kept.eq(Mux(accepting, payload, self.current)),
+                     held.eq(kept), held.mask.eq(kept.mask & ~self.confirm)]
         with m.If(self.retarget.valid & retargetable):
             m.d.comb += held.writes.base.eq(self.retarget.base)
         # The held task means something only while ``busy``: no reset (record_register, hdl/primitives.py).

@@ -82,10 +82,12 @@ class ApCtrlCore(wiring.Component):
 
     - ``start`` (in): drives the kernel's ``ap_start`` combinationally in the start
       cycle; ``ap_start`` stays high (registered ``launched`` low) until ``ap_ready``;
-    - ``task`` (in): the kernel's scalars, combinationally: ``in_addr``/``in_words`` and
-      ``out_words`` from its regions (blocks shifted to words), ``meta`` from its
-      metadata. ``out_addr`` is the output base of the start cycle, registered: it stays
-      put when the shell retargets the task;
+    - ``task`` (in, meaningful in the start cycle): the kernel's scalars
+      ``in_addr``/``in_words`` from its input region (blocks shifted to words) and
+      ``meta`` from its metadata, combinationally in the start cycle and registered for
+      the rest of the run;
+    - ``writes`` (in): ``out_words`` from its size; ``out_addr`` is the output base of the
+      start cycle, registered: it stays put when the shell retargets the task;
     - ``release`` (in): drives the kernel's ``ap_rst`` (combinational), so the kernel is
       idle from the next cycle, and masks its memory requests in that cycle. A task aborted
       mid-run thus leaves nothing behind but the writes already accepted (into its
@@ -96,8 +98,8 @@ class ApCtrlCore(wiring.Component):
     - ``writeback`` (out): the kernel requests a memory write (combinational), then held
       (registered) until ``release``. From that cycle the shell refuses retargets;
     - ``dma`` (out): the kernel's ``mem`` passed through, but writes into the output
-      region the kernel was given are moved to the output base of ``task`` as it stands
-      in that cycle (combinational): a retarget that landed before the first write takes
+      region the kernel was given are moved to the output base of ``writes`` as it
+      stands in that cycle (combinational): a retarget that landed before the first write takes
       effect even though the kernel saw the old base.
 
     The kernel is a submodule; ``kernel`` is its :func:`ap_ctrl_hs_signature` component.
@@ -121,7 +123,7 @@ class ApCtrlCore(wiring.Component):
         running, launched, finished, wrote = Signal(), Signal(), Signal(), Signal()
         out_addr = Signal(word_address_width(self._config))
         with m.If(self.start):
-            m.d.sync += [running.eq(1), out_addr.eq(self.task.writes.base << shift)]
+            m.d.sync += [running.eq(1), out_addr.eq(self.writes.base << shift)]
         with m.If(kernel.ap_start & kernel.ap_ready):
             m.d.sync += launched.eq(1)
         with m.If(kernel.ap_done):
@@ -131,14 +133,21 @@ class ApCtrlCore(wiring.Component):
         with m.If(self.release):
             m.d.sync += [running.eq(0), launched.eq(0), finished.eq(0), wrote.eq(0)]
 
+        # The input arguments stay as given for the whole run (``task`` holds them only
+        # in the start cycle): the adapter keeps them, as ``ap_none`` arguments must be.
+        for name, value in (("in_addr", self.task.reads.base << shift),
+                            ("in_words", self.task.reads.blocks << shift),
+                            ("meta", self.task.metadata)):
+            port = getattr(kernel, name)
+            kept = Signal.like(port, name=f"kept_{name}")
+            with m.If(self.start):
+                m.d.sync += kept.eq(value)
+            m.d.comb += port.eq(Mux(self.start, value, kept))
         m.d.comb += [
             kernel.ap_rst.eq(self.release),
             kernel.ap_start.eq((self.start | running) & ~launched),
-            kernel.in_addr.eq(self.task.reads.base << shift),
-            kernel.in_words.eq(self.task.reads.blocks << shift),
-            kernel.out_addr.eq(Mux(self.start, self.task.writes.base << shift, out_addr)),
-            kernel.out_words.eq(self.task.writes.blocks << shift),
-            kernel.meta.eq(self.task.metadata),
+            kernel.out_addr.eq(Mux(self.start, self.writes.base << shift, out_addr)),
+            kernel.out_words.eq(self.writes.blocks << shift),
             self.done.eq(kernel.ap_done | finished),
             self.writeback.eq(self.dma.write | wrote),
         ]
@@ -150,7 +159,7 @@ class ApCtrlCore(wiring.Component):
         answers to an aborted run's reads dropped."""
         master, port = kernel.mem, self.dma
         output = (master.addr >= kernel.out_addr) & (master.addr - kernel.out_addr < kernel.out_words)
-        moved = master.addr - kernel.out_addr + (self.task.writes.base << shift)
+        moved = master.addr - kernel.out_addr + (self.writes.base << shift)
         in_flight, to_drop = Signal(range(MAX_READS_IN_FLIGHT + 1)), Signal(range(MAX_READS_IN_FLIGHT + 1))
         m.d.comb += [
             port.read.eq(master.read & ~self.release),

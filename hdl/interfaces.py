@@ -18,7 +18,7 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
            "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
-           "queued_task_layout", "task_layout", "decoded_task_layout", "decoded_signature",
+           "queued_task_layout", "task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
            "tlb_entry_layout", "tlb_request_layout", "occupy_layout", "dma_signature", "core_signature",
            "retarget_layout", "cpu_signature", "branch_read_signature", "beats_per_block", "largest_copy_beats",
@@ -156,6 +156,16 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
     })
 
 
+def held_task_layout(config: SystemConfig) -> data.StructLayout:
+    """What an accelerator shell holds of its task while it runs: what the scheduler reads
+    back (the tag for the broadcast, the mask for the squash, pid and pc for the trace)
+    and the output region, which a retarget may change. The rest of the task (its input
+    region, metadata, task ID and class) reaches the core with ``start``; a core keeps
+    what it needs of it."""
+    task = task_layout(config).members
+    return data.StructLayout({name: task[name] for name in ("tag", "pid", "pc", "mask", "writes")})
+
+
 def decoded_task_layout(config: SystemConfig) -> data.StructLayout:
     """A task as decode hands it to the enqueue stage: the whole task but ``waits``, which
     the enqueue stage finds in the tracker the next cycle."""
@@ -274,19 +284,22 @@ def dma_signature(config: SystemConfig) -> wiring.Signature:
 def core_signature(config: SystemConfig) -> wiring.Signature:
     """What a core offers its shell, as seen from the core.
 
-    - ``start`` (in): a task is accepted this cycle; ``task`` carries it;
-    - ``task`` (in): the accepted task while ``start``, the shell's held task after it.
-      Its output base may change (retarget) until ``writeback`` rises, and not after;
+    - ``start`` (in): a task is accepted this cycle; ``task`` carries it, and means
+      nothing in other cycles (the core keeps what it needs of it);
+    - ``writes`` (in): the output region of the task, the accepted one's while ``start``
+      and the shell's held one's after it. Its base may change (retarget) until
+      ``writeback`` rises, and not after;
     - ``release`` (in): the task leaves (granted or aborted); the core is idle from the
       next cycle;
     - ``done`` (out): the task has finished (held until ``release``);
     - ``writeback`` (out): the core is writing its output back, or has done so (held until
-      ``release``); it reads ``task.writes`` from its first cycle on;
+      ``release``); it reads ``writes`` from its first cycle on;
     - ``dma`` (out): the memory master port (:func:`dma_signature`).
     """
     return wiring.Signature({
         "start": In(1),
         "task": In(task_layout(config)),
+        "writes": In(region_layout(config)),
         "release": In(1),
         "done": Out(1),
         "writeback": Out(1),

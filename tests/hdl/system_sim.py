@@ -28,8 +28,8 @@ from rtl_sim import run
 from hts.cosim.environment import COPYBACK_HOME, COPYBACK_TM, Environment, Outputs
 from hts.cosim.scoreboard import first_difference
 from hts.hdl.hts import HTS
-from hts.hdl.interfaces import (branch_read_signature, cpu_signature, dma_signature, instance_numbering, task_layout,
-                                trace_layout, word_address_width)
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, dma_signature, instance_numbering, region_layout,
+                                task_layout, trace_layout, word_address_width)
 from hts.hdl.trace import TraceReader, any_event, canonical
 from hts.models.memory import Memory
 
@@ -53,7 +53,9 @@ def _seen_layout(config) -> data.StructLayout:
         "home_addr": word_address_width(config),
         "home_wdata": dma_signature(config).members["wdata"].shape,
         "grant": instances,
-        "held": data.ArrayLayout(task_layout(config), instances),
+        "started": instances,
+        "accepted": data.ArrayLayout(task_layout(config), instances),
+        "writes": data.ArrayLayout(region_layout(config), instances),
     })
 
 
@@ -98,7 +100,9 @@ class Harness(Elaboratable):
             seen.home_wdata.eq(hts.copyback_home.wdata),
             seen.grant.eq(hts.cdb.grant),
         ]
-        m.d.sync += [held.eq(shell.current) for held, shell in zip(seen.held, hts.shells)]
+        for flat, shell in enumerate(hts.shells):
+            m.d.sync += [seen.started[flat].eq(shell.task.valid & shell.task.ready),
+                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.current.writes)]
         return m
 
 
@@ -166,7 +170,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 if COPYBACK_TM in drive.dma_data:
                     ctx.set(tm.rdata, drive.dma_data[COPYBACK_TM])
                 grants = ctx.get(hts.cdb.grant)
-                for lane, word in env.grant(grants, [ctx.get(shell.current) for shell in hts.shells]
+                for lane, word in env.grant(grants, [ctx.get(shell.current.writes) for shell in hts.shells]
                                             if grants else ()).items():
                     ctx.set(read.data[lane], word)
                 await ctx.tick()
@@ -177,7 +181,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 await ctx.tick().until(harness.wake)
                 seen = ctx.get(harness.seen)
                 env.begin(seen.cycle)
-                env.grant(seen.grant, seen.held)
+                env.grant(seen.grant, seen.writes)
             if env.observe(_outputs(seen, reader)):
                 return
             due = env.next_due(seen.cycle)
@@ -196,5 +200,6 @@ def _outputs(seen, reader: TraceReader) -> Outputs:
                       if seen.read_valid >> lane & 1},
         dma_reads={COPYBACK_TM: seen.tm_addr} if seen.tm_read else {},
         dma_writes={COPYBACK_HOME: (seen.home_addr, seen.home_wdata)} if seen.home_write else {},
+        started=seen.started, tasks=seen.accepted,
         events=reader.events(seen.cycle, seen.trace), ended=seen.trace.end,
         fault=(fault.pid, fault.pc, fault.cause.name) if fault.valid else None)

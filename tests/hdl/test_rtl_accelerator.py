@@ -16,7 +16,7 @@ from amaranth.hdl import Module
 from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
-from hts.hdl.interfaces import task_layout
+from hts.hdl.interfaces import held_task_layout, region_layout, task_layout
 from hts.models.copy_back import transfer_cycles
 
 
@@ -73,9 +73,10 @@ def test_shell_timing_matches_model(request, system, seed):
     classes = [next(i for i, acc in enumerate(config.accelerators) if acc.name == name) for name in names]
     latencies = [config.accelerators[c].latency for c in classes]
     assert latencies[0] != latencies[1], "the test needs two different latencies"
-    shells = [AcceleratorShell(config, LatencyCore(config, c)) for c in classes]
+    cores = [LatencyCore(config, c) for c in classes]
+    shells = [AcceleratorShell(config, core) for core in cores]
     refs = [ShellModel(latency, functools.partial(transfer_cycles, config)) for latency in latencies]
-    layout = task_layout(config)
+    held = held_task_layout(config)
     top = Module()
     for index, shell in enumerate(shells):
         top.submodules[f"shell{index}"] = shell
@@ -121,7 +122,11 @@ def test_shell_timing_matches_model(request, system, seed):
                 assert ctx.get(shell.retarget_refused) == refused, where
                 assert not ctx.get(shell.dma.read) and not ctx.get(shell.dma.write), where
                 if ref.task is not None:
-                    assert ctx.get(shell.current) == layout.const(ref.task), where
+                    assert ctx.get(shell.current) == held.const({name: ref.task[name] for name, _ in held}), where
+                # The core sees the output region it writes: the accepted task's, then the held one's.
+                writes = offers[index]["writes"] if accepting else ref.task["writes"] if ref.task else None
+                if writes is not None:
+                    assert ctx.get(cores[index].writes) == region_layout(config).const(writes), where
 
                 # What lands at the clock edge.
                 seen["gated"] += ref.task is None and not powered[index] and offers[index] is not None
