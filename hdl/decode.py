@@ -20,9 +20,10 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, FaultCause, Instruction, Opcode
 
 from .gpr import COUNTER_PORT, GPRBank
-from .interfaces import (BranchKind, Stall, branch_layout, decoded_signature, fault_layout, fetch_pc_width,
-                         loop_frame_layout, queue_entry_layout, region_layout, restore_layout, tlb_request_layout,
-                         tracker_entry_layout, window_request_layout)
+from .interfaces import (BranchKind, HeadSource, Stall, branch_layout, decoded_signature, fault_layout,
+                         fetch_pc_width, loop_frame_layout, queue_entry_layout, region_layout, restore_layout,
+                         tlb_checks_layout, tlb_lookahead_layout, tlb_request_layout, tracker_entry_layout,
+                         window_request_layout)
 from .loop_stack import LoopStack
 from .mutation import mutable
 from .primitives import entry_of, lowest_set, wire
@@ -36,15 +37,40 @@ def head_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def upcoming_layout() -> data.StructLayout:
-    """What may become a task queue's head at the next edge: the instruction behind the
-    head (if ``behind_valid``), or the word fetched this cycle."""
-    return data.StructLayout({"behind_valid": 1, "behind": Instruction, "arriving": Instruction})
+    """What becomes a task queue's head at the next edge if the head is popped or empty:
+    the front of the queue behind it, if there is one (``valid``)."""
+    return data.StructLayout({"valid": 1, "word": Instruction})
 
 
 def window_layout(config: SystemConfig) -> data.StructLayout:
     """A process's window of home memory, blocks ``[base, end)``."""
     width = config.widths.home_end
     return data.StructLayout({"base": width, "end": width})
+
+
+def _leaving_layout() -> data.StructLayout:
+    """Which of a head's accesses leave its process's window."""
+    return data.StructLayout({"input": 1, "output": 1, "block": 1})
+
+
+def _leaving(window, word, reads_base, writes_base) -> Value:
+    """``_leaving_layout`` of ``word``, with the bases of its input and output regions.
+    A region leaves the window when it is not empty and ``base < window.base`` or
+    ``base + blocks > window.end``, compared as ``base > end − blocks``: no adder in series
+    with the compare. A branch's one block: ``a < base`` or ``a ≥ end``. Bits of a base
+    above the window's width only need an OR (the base is then past every window), which
+    keeps the compares' carry chains that short."""
+    width = len(window.end)
+
+    def split(base):
+        return base[width:].any(), base[:width]
+
+    def outside(base, blocks):
+        high, low = split(base)
+        return (blocks != 0) & (high | (low < window.base) | (low > window.end - blocks))
+    high, low = split(word.a)
+    return Cat(outside(reads_base, word.b), outside(writes_base, word.d),
+               high | (low < window.base) | (low >= window.end))
 
 
 class _State(NamedTuple):
@@ -54,14 +80,15 @@ class _State(NamedTuple):
     skip_depth: data.View   # per process: nesting depth in a zero-iteration loop being skipped (0: none)
     free_ids: Signal        # the speculation-ID pool
     faulted: Signal         # per process: it faulted
-    product: data.View      # a mul decoded last cycle, whose product is written now (``_multiply``)
+    stale: Signal           # per process: its head's kept relations miss this cycle's base register
+    product: data.View      # a mul's partial products, registered in its first cycle (``_multiply``)
 
 
 def product_layout(config: SystemConfig) -> data.StructLayout:
-    """A mul between its two cycles: its process and register, and the partial products
+    """A mul between its two cycles at the head: its process, and the partial products
     of its operands' 16-bit halves, registered behind the multipliers."""
     half = REGISTER_BITS // 2
-    return data.StructLayout({"valid": 1, "pid": config.widths.pid, "index": config.widths.gpr_index,
+    return data.StructLayout({"valid": 1, "pid": config.widths.pid,
                               "low": REGISTER_BITS, "cross_ab": half, "cross_ba": half})
 
 
@@ -90,7 +117,6 @@ class _Effects(NamedTuple):
     allocated_ids: Signal   # speculation IDs taken from the pool
     new_mask: Signal        # bits its process's mask gains
     next_skip: Signal       # its process's skip depth
-    multiply: Signal        # a mul: its product is written in the next cycle
 
 
 class Decode(wiring.Component):
@@ -99,8 +125,8 @@ class Decode(wiring.Component):
     Per process (index = pid), from the task queues and the branch unit:
 
     - ``head`` (in): the queue head at the start of the cycle; ``exhausted`` (in): queue
-      empty and fetch PC past the program; ``upcoming`` (in): what may be the head next
-      cycle, whose registers decode reads a cycle ahead (below);
+      empty and fetch PC past the program; ``upcoming`` (in): the head next cycle if this
+      one is popped or there is none, whose registers decode reads a cycle ahead (below);
     - ``done`` (in, from the top level): the process has ended, or has not been started;
     - ``start`` (in, from the CPU port): the process starts: at the edge its GPRs, loop
       stack, mask, skip depth and fault flag go back to their reset values;
@@ -122,10 +148,13 @@ class Decode(wiring.Component):
       cycle's task besides the one the enqueue stage holds;
     - tracker: ``tracker_has_free``, ``tracker_free_tag`` (in); ``tracker_alloc``,
       ``tracker_alloc_entry`` (out);
-    - TLB: ``tlb_read_region``, ``tlb_write_region``, ``tlb_branch_block``,
-      ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``, ``tlb_read_exact``,
-      ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``, ``tlb_alloc_tm_base``,
-      ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry`` (out);
+    - TLB: ``tlb_lookahead`` (out, per process: the head at the next edge, whose
+      relations to the homes the TLB keeps; ``_look_ahead``); ``tlb_pid``,
+      ``tlb_checks``, ``tlb_read_region``, ``tlb_write_region``,
+      ``tlb_branch_block``, ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``,
+      ``tlb_read_exact``, ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``,
+      ``tlb_alloc_tm_base``, ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry``
+      (out);
     - ``enqueue`` (out, :func:`hts.hdl.interfaces.decoded_signature`, to the enqueue stage
       and the trace's ``decode`` event): the task decoded, tag and tracker entry included;
     - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
@@ -192,6 +221,8 @@ class Decode(wiring.Component):
             "fault": Out(fault_layout(config)),
             "set_window": In(window_request_layout(config)),
             "tlb_pid": Out(widths.pid),
+            "tlb_checks": Out(tlb_checks_layout()),
+            "tlb_lookahead": Out(data.ArrayLayout(tlb_lookahead_layout(config), processes)),
         })
         # Per-process architectural state; public so that the CPU port can read it back.
         self.gprs = [GPRBank(config) for _ in range(processes)]
@@ -200,19 +231,31 @@ class Decode(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         state = self._state(m)
-        operands = [self._operands(m, pid) for pid in range(self._config.hts.processes)]
+        windows = self._windows(m)
+        processes = self._config.hts.processes
+        operands = []
+        # Per process: which of its head's accesses leave its window (``_look_ahead``).
+        leaving = Signal(data.ArrayLayout(_leaving_layout(), processes), reset_less=True)
+        for pid in range(processes):
+            now, ahead = self._operands(m, pid)
+            operands.append(now)
+            self._look_ahead(m, pid, windows[pid], now, ahead, leaving[pid], state.stale)
         reason = self._why_not_decodable(m, state)
-        pid, valid = self._round_robin(m, reason, state.product.valid)
+        pid, valid = self._round_robin(m, reason, state.product)
         chosen = self._read_chosen(m, pid, valid, operands, state)
 
         # ---- planning: regions, window and legality checks, TLB search, stall ------------
         home_reads, home_writes = self._task_regions(m, chosen)
-        cause, control_faulting = self._fault_cause(m, chosen, self._windows(m)[chosen.pid], self._illegal(m, chosen))
+        cause, control_faulting = self._fault_cause(m, chosen, entry_of(leaving, pid), windows[chosen.pid],
+                                                    self._illegal(m, chosen))
         reads, speculative_output = self._translate(m, chosen, home_reads, home_writes)
-        plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output)
+        # A mul holds the decoder for a cycle at the head while its partial products go to registers.
+        first_mul = wire(m, (chosen.opcode == Opcode.MUL) & ~chosen.skipping & ~state.product.valid, "first_mul")
+        plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output, first_mul)
         # What the head does if it is not a task (or is skipped) decides only on that fault:
         # its effects need not wait for the TLB search and a task's region compares.
-        control_decoding = wire(m, chosen.valid & (chosen.skipping | ~control_faulting), "control_decoding")
+        control_decoding = wire(m, chosen.valid & (chosen.skipping | ~(control_faulting | first_mul)),
+                                "control_decoding")
         writes = self._rename_output(m, home_writes, speculative_output)
         self._report_stall(m, reason, chosen, plan_stall, stalled, cause, state.faulted)
 
@@ -224,7 +267,7 @@ class Decode(wiring.Component):
         self._gpr_write_fields(m, chosen, state.product)
         new_id = self._checkpoint(m, state.free_ids)
         effects = self._decode_one(m, chosen, decoding, control_decoding, speculative_output, state, new_id)
-        self._multiply(m, chosen, state.product, effects.multiply)
+        self._multiply(m, chosen, state.product, chosen.valid & first_mul & ~control_faulting)
         self._end_of_cycle(m, chosen, control_decoding, state, effects)
         return m
 
@@ -242,8 +285,9 @@ class Decode(wiring.Component):
         skip_depth = Signal(data.ArrayLayout(range(hts.loop_depth + 1), processes))
         free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
         faulted = Signal(processes)
+        stale = Signal(processes)
         product = Signal(product_layout(self._config))
-        return _State(spec_mask, skip_depth, free_ids, faulted, product)
+        return _State(spec_mask, skip_depth, free_ids, faulted, stale, product)
 
     def _why_not_decodable(self, m: Module, state: _State) -> list[Signal]:
         """Per process, why the arbiter may not pick it (``Stall.NONE``: it may), in the
@@ -264,15 +308,18 @@ class Decode(wiring.Component):
                 m.d.comb += reason[pid].eq(Stall.DRAIN)
             with m.Elif(~self.head[pid].valid):
                 m.d.comb += reason[pid].eq(Stall.FETCH)
+            with m.Elif(state.stale[pid]):
+                m.d.comb += reason[pid].eq(Stall.OPERANDS)
         return reason
 
-    def _round_robin(self, m: Module, reason: list[Signal], multiplying) -> tuple[Signal, Signal]:
+    def _round_robin(self, m: Module, reason: list[Signal], product) -> tuple[Signal, Signal]:
         """The arbiter: the first eligible process after the last one picked, and whether
-        there is one; none while a mul finishes (``multiplying``). The pointer moves past
-        it whether or not it stalls."""
+        there is one; in a mul's second cycle, its process if eligible. The pointer moves
+        past the one picked whether or not it stalls."""
         processes = self._config.hts.processes
         pointer = Signal(self._config.widths.pid)
-        eligible = Cat(*(r == Stall.NONE for r in reason)) & ~multiplying.replicate(processes)
+        reserved = Mux(product.valid, 1 << product.pid, (1 << processes) - 1)
+        eligible = Cat(*(r == Stall.NONE for r in reason)) & reserved
         chosen = Signal(self._config.widths.pid)
         any_chosen = Signal()
         for offset in reversed(range(processes)):
@@ -306,56 +353,92 @@ class Decode(wiring.Component):
         return _Chosen(any_chosen, chosen, head, word, opcode, r_a, r_b, r_c, counter, top,
                        stack_empty, stack_full, mask, skipping)
 
-    def _operands(self, m: Module, pid: int) -> list[Value]:
+    def _operands(self, m: Module, pid: int) -> tuple[list[Value], list[Value]]:
         """R[A], R[B], R[C] of process ``pid``'s queue head, read a cycle ahead into a register.
 
         Decode then starts from flip-flops instead of a register-file read. The registers
-        of the next head are read with the indices of both words that can become the head
-        (``upcoming``). Only decoding the process pops its head or writes its registers,
+        of the next head are read with the indices of the word that becomes the head if
+        this one is popped or missing (``upcoming``). Only decoding the process pops its head or writes its registers,
         so a head that stays keeps its operands; a restore (a squash) comes with a
         redirect, which empties the queue. A register written by the instruction decoded
         in the cycle of the read is not forwarded into the read (its value comes from an
         adder or the multiplier): each operand keeps a bit saying it names that
         register, and reads ``last_write``, the bank's last written value, instead.
         Simulation asserts that the operands equal a direct read of the head's registers.
+
+        Returned: the head's operands, and the read ahead of the next head (R[A], R[B],
+        R[C] as the bank holds them now, and the three bits), for ``_look_ahead``.
         """
         bank, upcoming, head = self.gprs[pid], self.upcoming[pid], self.head[pid]
         operands = Signal(data.ArrayLayout(REGISTER_BITS, 3), name=f"operands{pid}", reset_less=True)
         written = Signal(3, name=f"operands_written{pid}")
         last_write = Signal(REGISTER_BITS, name=f"last_write{pid}", reset_less=True)
-        behind, arriving = (self._read_ahead(m, bank, word, first_port)
-                            for word, first_port in ((upcoming.behind, 0), (upcoming.arriving, 3)))
+        ahead = self._read_ahead(m, bank, upcoming.word)
         values = [Mux(written[port], last_write, operands[port]) for port in range(3)]
         fields = (head.word.a, head.word.b, head.word.c)
-        with m.If(self.pop[pid]):
-            m.d.sync += Cat(operands, written).eq(Mux(upcoming.behind_valid, behind, arriving))
-        with m.Elif(~head.valid):
-            m.d.sync += Cat(operands, written).eq(arriving)
-        with m.Elif(bank.write_en):
-            # A mul's product lands while the head stays (nothing decodes meanwhile).
-            m.d.sync += [operands.eq(Cat(*values)),
-                         written.eq(Cat(*(bank.write_index == self._register(field) for field in fields)))]
+        with m.If(self.pop[pid] | ~head.valid):
+            m.d.sync += Cat(operands, written).eq(Cat(*ahead))
         with m.If(bank.write_en):
             m.d.sync += last_write.eq(bank.write_value)
         m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
         direct = Cat(*(entry_of(bank.values, self._register(field)) for field in fields))
         m.d.sync += Assert(~head.valid | (Cat(*values) == direct), "operands read ahead are stale")
-        return values
+        return values, ahead
 
     def _register(self, field):
         """The register a field names: its low bits, as the bank's read port takes them."""
         return field[:self._config.widths.gpr_index]
 
-    def _read_ahead(self, m: Module, bank, word, first_port: int) -> Value:
+    def _read_ahead(self, m: Module, bank, word) -> list[Value]:
         """R[A], R[B], R[C] of ``word`` as the bank holds them now, then one bit per
         operand: whether this cycle's write lands in its register (``_operands``)."""
         values, written = [], []
-        for port, field in enumerate((word.a, word.b, word.c), start=first_port):
+        for port, field in enumerate((word.a, word.b, word.c)):
             index = self._register(field)
             m.d.comb += bank.read_index[port].eq(index)
             values.append(bank.read_value[port])
             written.append(bank.write_en & (bank.write_index == index))
-        return Cat(*values, *written)
+        return values + written
+
+    def _look_ahead(self, m: Module, pid: int, window, now, ahead, leaving, stale):
+        """The head of process ``pid`` at the next edge, compared a cycle ahead.
+
+        The query of each word that can be the head then goes to the TLB, with which one
+        it will be (``tlb_lookahead``): the head itself, with its operands ``now``, or the
+        next head, with its read ahead ``ahead`` (``_operands``). Whether each of its
+        regions leaves ``window`` is kept in ``leaving``. Decode's cycle then compares no
+        range: the TLB's hits are its kept bits ANDed with ``valid``, the fault cause
+        reads ``leaving`` (both asserted against a direct compare). A head that stays
+        keeps its bits: windows change only while the process is idle.
+
+        A register written at the edge (by the instruction popped now) is not forwarded
+        into these compares. If the next head reads a region base from it, it is
+        ``stale`` for a cycle (``Stall.OPERANDS``, the model's ``Decode.settle``): it
+        cannot decode, and its own query, from its operands as they now are, takes the
+        next head's comparators.
+        """
+        head, upcoming, lookahead = self.head[pid], self.upcoming[pid], self.tlb_lookahead[pid]
+        stays = ~self.pop[pid] & head.valid
+        m.d.comb += lookahead.take.eq(Mux(stays & ~stale[pid], HeadSource.STAY, HeadSource.NEXT))
+        self._query(m, lookahead.stay, head.word, now)
+        next_word = Signal(Instruction, name=f"next_word{pid}")
+        m.d.comb += next_word.eq(Mux(stale[pid], head.word, upcoming.word))
+        reads_base, writes_base = self._query(m, lookahead.next, next_word,
+                                              [Mux(stale[pid], value, read) for value, read in zip(now, ahead)])
+        with m.If(lookahead.take == HeadSource.NEXT):
+            m.d.sync += leaving.eq(_leaving(window, next_word, reads_base, writes_base))
+        written_a, written_c = ahead[3], ahead[5]
+        reads_written_base = ((self._opcode(m, upcoming.word.accel_id) == Opcode.TASK)
+                              & upcoming.word.k.task.indirect & (written_a | written_c))
+        m.d.sync += stale[pid].eq(self.pop[pid] & upcoming.valid & reads_written_base)
+
+    def _query(self, m: Module, query, word, operands) -> tuple[Value, Value]:
+        """``query`` (``tlb_query_layout``) of ``word`` with R[A], R[B], R[C] ``operands``;
+        returned: its input and output bases, whole."""
+        reads_base, writes_base = self._base(word, operands[0], word.a), self._base(word, operands[2], word.c)
+        m.d.comb += [query.read.base.eq(reads_base), query.read.blocks.eq(word.b),
+                     query.write.base.eq(writes_base), query.write.blocks.eq(word.d), query.block.eq(word.a)]
+        return reads_base, writes_base
 
     @staticmethod
     def _opcode(m: Module, accel_id) -> Signal:
@@ -430,29 +513,39 @@ class Decode(wiring.Component):
                 m.d.comb += bad_control.eq(chosen.head.before_start)
         return wire(m, ~known | (word.pid != chosen.pid) | bad_register | bad_control, "illegal")
 
-    def _fault_cause(self, m: Module, chosen: _Chosen, window, illegal) -> tuple[Signal, Signal]:
-        """Why the head would fault: ``illegal``, or an access leaving ``window`` (a task's
-        input or output region, a memory branch's block); ``FaultCause.NONE`` if neither.
-        Also whether it faults if it is not a task, which needs no region compare."""
+    def _fault_cause(self, m: Module, chosen: _Chosen, leaving, window, illegal) -> tuple[Signal, Signal]:
+        """Why the head would fault: ``illegal``, or an access leaving its window (a task's
+        input or output region, a memory branch's block: ``leaving``, kept for the head
+        by ``_look_ahead``); ``FaultCause.NONE`` if neither. Also whether it faults if it
+        is not a task, which needs no region compare."""
         opcode, word = chosen.opcode, chosen.word
-
-        def outside(base, blocks):
-            # base + blocks > end, with no adder in series with the compare
-            return (blocks != 0) & ((base < window.base) | (base > window.end - blocks))
-
         cause = Signal(FaultCause)
-        block_outside = (word.a < window.base) | (word.a >= window.end)     # outside(word.a, 1), with no adder
-        branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & block_outside, "branch_outside")
+        branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & leaving.block, "branch_outside")
         with m.If(illegal):
             m.d.comb += cause.eq(FaultCause.ILLEGAL)
         with m.Elif(opcode == Opcode.TASK):
-            with m.If(outside(self._base(word, chosen.r_a, word.a), word.b)):
+            with m.If(leaving.input):
                 m.d.comb += cause.eq(FaultCause.INPUT)
-            with m.Elif(outside(self._base(word, chosen.r_c, word.c), word.d)):
+            with m.Elif(leaving.output):
                 m.d.comb += cause.eq(FaultCause.OUTPUT)
         with m.Elif(branch_outside):
             m.d.comb += cause.eq(FaultCause.BRANCH)
+        direct = Signal(_leaving_layout())
+        m.d.comb += direct.eq(_leaving(window, word, self._base(word, chosen.r_a, word.a),
+                                       self._base(word, chosen.r_c, word.c)))
+        task, memory_branch = self._head_kind(chosen)
+        m.d.sync += Assert(~task | (leaving.input == direct.input) & (leaving.output == direct.output),
+                           "the window bits kept for the head's regions are stale")
+        m.d.sync += Assert(~memory_branch | (leaving.block == direct.block),
+                           "the window bit kept for the head's block is stale")
         return cause, illegal | branch_outside
+
+    @staticmethod
+    def _head_kind(chosen: _Chosen) -> tuple[Value, Value]:
+        """Whether the head is a task, and whether it is a memory branch: which of its kept
+        relations mean something (the others come from fields it does not use)."""
+        return (chosen.valid & (chosen.opcode == Opcode.TASK),
+                chosen.valid & (chosen.opcode == Opcode.IF) & chosen.word.k.branch.memory)
 
     def _translate(self, m: Module, chosen: _Chosen, home_reads, home_writes):
         """The TLB search of the head's regions (in every cycle, for the chosen process):
@@ -462,8 +555,11 @@ class Decode(wiring.Component):
         word = chosen.word
         reads = Signal.like(home_reads)
         speculative_output = (chosen.mask != 0) & (word.d != 0)
+        task, memory_branch = self._head_kind(chosen)
         m.d.comb += [
             self.tlb_pid.eq(chosen.pid),
+            self.tlb_checks.regions.eq(task),
+            self.tlb_checks.block.eq(memory_branch),
             self.tlb_read_region.eq(home_reads),
             self.tlb_write_region.eq(home_writes),
             self.tlb_alloc_blocks.eq(word.d),
@@ -473,9 +569,10 @@ class Decode(wiring.Component):
             m.d.comb += reads.base.eq(self.tlb_read_tm_base)
         return reads, speculative_output
 
-    def _stall(self, m: Module, chosen: _Chosen, cause, speculative_output):
+    def _stall(self, m: Module, chosen: _Chosen, cause, speculative_output, first_mul):
         """Whether the chosen head stalls (``stalled``) and why (``plan_stall``); and
-        whether it decodes: a task is planned, anything else stalls only on a fault."""
+        whether it decodes: a task is planned, anything else stalls only on a fault, or
+        in a mul's first cycle (``first_mul``)."""
         plan_stall = Signal(Stall)
         fault_stall = Mux(chosen.mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
         faulting = cause != FaultCause.NONE
@@ -483,8 +580,10 @@ class Decode(wiring.Component):
             task_blocked = self._plan_task(m, chosen.word, plan_stall, faulting, fault_stall, speculative_output)
         with m.Elif(faulting):                              # anything else stalls only on a fault
             m.d.comb += plan_stall.eq(fault_stall)
+        with m.Elif(first_mul):
+            m.d.comb += plan_stall.eq(Stall.DECODER_BUSY)
         # Whether it stalls is an OR of the conditions; which reason, the priority above.
-        blocked = Mux(chosen.opcode == Opcode.TASK, task_blocked, faulting)
+        blocked = Mux(chosen.opcode == Opcode.TASK, task_blocked, faulting | first_mul)
         stalled = wire(m, chosen.valid & ~chosen.skipping & blocked, "stalled")
         return plan_stall, stalled, chosen.valid & ~stalled
 
@@ -573,46 +672,42 @@ class Decode(wiring.Component):
         ]
 
     def _gpr_write_fields(self, m, chosen: _Chosen, product):
-        """The register the head writes and its value, to every bank, or in the cycle after
-        a mul its product; only a bank's ``write_en`` (``_write_gpr``, ``_multiply``) waits
-        for the stall logic."""
+        """The register the head writes and its value (a mul's from the partial products of
+        its first cycle), to every bank; only the chosen bank's ``write_en``
+        (``_write_gpr``) waits for the stall logic."""
         word, r_a, r_b, top = chosen.word, chosen.r_a, chosen.r_b, chosen.top
         index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
         half = REGISTER_BITS // 2
-        with m.If(product.valid):
-            m.d.comb += [index.eq(product.index),
-                         value.eq(product.low + Cat(Const(0, half), product.cross_ab + product.cross_ba))]
-        with m.Else():
-            with m.Switch(chosen.opcode):
-                with m.Case(Opcode.MOV):
-                    m.d.comb += [index.eq(word.c), value.eq(word.a)]
-                with m.Case(Opcode.ADD):
-                    m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
-                with m.Case(Opcode.LBEG):
-                    m.d.comb += index.eq(word.b)
-                with m.Case(Opcode.LEND):
-                    m.d.comb += [index.eq(top.counter), value.eq(chosen.counter + 1)]
+        with m.Switch(chosen.opcode):
+            with m.Case(Opcode.MOV):
+                m.d.comb += [index.eq(word.c), value.eq(word.a)]
+            with m.Case(Opcode.ADD):
+                m.d.comb += [index.eq(word.c), value.eq(r_a + r_b)]
+            with m.Case(Opcode.MUL):
+                m.d.comb += [index.eq(word.c),
+                             value.eq(product.low + Cat(Const(0, half), product.cross_ab + product.cross_ba))]
+            with m.Case(Opcode.LBEG):
+                m.d.comb += index.eq(word.b)
+            with m.Case(Opcode.LEND):
+                m.d.comb += [index.eq(top.counter), value.eq(chosen.counter + 1)]
         for bank in self.gprs:
             m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
 
-    def _multiply(self, m, chosen: _Chosen, product, multiply):
-        """``mul`` in two cycles: the 16-bit halves of the chosen head's operands are
-        multiplied into registers every cycle (``multiply``: it was a mul), and the next
-        cycle adds them into the product and writes it (``_gpr_write_fields``), while
-        nothing decodes. A squash of the process in that cycle wins over the write."""
+    def _multiply(self, m, chosen: _Chosen, product, starting):
+        """``mul`` in two cycles at the head: the 16-bit halves of the chosen head's
+        operands are multiplied into registers every cycle (``starting``: a mul's first
+        cycle, which holds the decoder), and in the next cycle the arbiter picks its
+        process again (``_round_robin``), which adds them up, writes the register and
+        pops the mul like an ``add``. If a squash takes the head meanwhile, nothing decodes."""
         half = REGISTER_BITS // 2
         a, b = chosen.r_a, chosen.r_b
         m.d.sync += [
-            product.valid.eq(multiply),
+            product.valid.eq(starting),
             product.pid.eq(chosen.pid),
-            product.index.eq(chosen.word.c),
             product.low.eq(a[:half] * b[:half]),
             product.cross_ab.eq(a[:half] * b[half:]),
             product.cross_ba.eq(a[half:] * b[:half]),
         ]
-        for pid, bank in enumerate(self.gprs):
-            with m.If(product.valid & (product.pid == pid) & ~self.restore[pid].valid):
-                m.d.comb += bank.write_en.eq(1)
 
     def _checkpoint(self, m: Module, free_ids) -> Signal:
         """The lowest free speculation ID, whose slot takes every process's checkpoint."""
@@ -637,7 +732,7 @@ class Decode(wiring.Component):
         new_mask = Signal(hts.spec_ids)
         next_skip = Signal.like(skip_depth[0])
         m.d.comb += next_skip.eq(skip_depth[chosen.pid])
-        effects = _Effects(allocated_ids, new_mask, next_skip, Signal(name="multiply"))
+        effects = _Effects(allocated_ids, new_mask, next_skip)
 
         m.d.comb += self.pop.bit_select(chosen.pid, 1).eq(decoding)
         with m.If(control_decoding):
@@ -665,7 +760,7 @@ class Decode(wiring.Component):
             with m.Case(Opcode.ADD):
                 self._write_gpr(m, pid)
             with m.Case(Opcode.MUL):
-                m.d.comb += effects.multiply.eq(1)
+                self._write_gpr(m, pid)
             with m.Case(Opcode.JUMP):
                 self._redirect(m, pid, chosen.head.target)
             with m.Case(Opcode.LBEG):

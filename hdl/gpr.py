@@ -18,10 +18,10 @@ from .primitives import entry_of
 
 __all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
 
-# Decode reads R[A], R[B], R[C] of the two words that can be the next queue head a cycle
-# ahead (ports 0-5), and the counter of the loop top for ``lend`` (port 6).
-READ_PORTS = 7
-COUNTER_PORT = 6
+# Decode reads R[A], R[B], R[C] of the next queue head a cycle ahead (ports 0-2), and
+# the counter of the loop top for ``lend`` (port 3).
+READ_PORTS = 4
+COUNTER_PORT = 3
 
 
 class GPRBank(wiring.Component):

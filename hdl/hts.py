@@ -329,9 +329,8 @@ class HTS(wiring.Component):
                 decode.head[pid].word.eq(queue.head_word),
                 decode.head[pid].target.eq(queue.head_target),
                 decode.head[pid].before_start.eq(queue.head_before_start),
-                decode.upcoming[pid].behind_valid.eq(queue.behind_valid),
-                decode.upcoming[pid].behind.eq(queue.behind_word),
-                decode.upcoming[pid].arriving.eq(queue.arriving_word),
+                decode.upcoming[pid].valid.eq(queue.behind_valid),
+                decode.upcoming[pid].word.eq(queue.behind_word),
                 decode.exhausted[pid].eq(queue.exhausted),
             ]
         m.d.sync += active.eq(active & ~retiring | cpu.start)
@@ -381,6 +380,8 @@ class HTS(wiring.Component):
             tracker.alloc_entry.eq(decode.tracker_alloc_entry),
             # TLB: decode's look-ups and allocation.
             tlb.lookup_pid.eq(decode.tlb_pid),
+            tlb.lookup_checks.eq(decode.tlb_checks),
+            tlb.lookahead.eq(decode.tlb_lookahead),
             tlb.read_region.eq(decode.tlb_read_region),
             tlb.write_region.eq(decode.tlb_write_region),
             tlb.branch_block.eq(decode.tlb_branch_block),

@@ -20,7 +20,8 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "tracker_register_layout", "task_record_layout", "record_read_signature",
            "queued_task_layout", "task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
-           "tlb_entry_layout", "tlb_request_layout", "occupy_layout", "dma_signature", "core_signature",
+           "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout", "tlb_checks_layout",
+           "occupy_layout", "dma_signature", "core_signature",
            "retarget_layout", "cpu_signature", "branch_read_signature", "beats_per_block", "largest_copy_beats",
            "copyback_trace_layout", "retarget_trace_layout", "dispatch_trace_layout", "trace_layout"]
 
@@ -191,6 +192,7 @@ class Stall(enum.Enum, shape=4):
     TLB_CONFLICT = 9
     TLB_FULL = 10
     FAULT = 11          # a committed-path access leaves the process's window: the process stops
+    OPERANDS = 12       # the head's region base was written as it became the head (compared again)
 
 
 class BranchKind(enum.Enum, shape=2):
@@ -250,6 +252,33 @@ def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
     """What decode supplies for a new entry; the TLB adds its TM base, not yet produced."""
     return data.StructLayout({"pid": config.widths.pid, "home": region_layout(config),
                               "mask": config.hts.spec_ids, "producer": config.widths.tag})
+
+
+def tlb_query_layout(config: SystemConfig) -> data.StructLayout:
+    """What decode looks up in the TLB for a queue head: a task's input and output
+    regions and a memory branch's block (bases cut to the physical width)."""
+    region = region_layout(config)
+    return data.StructLayout({"read": region, "write": region, "block": config.widths.phys_block})
+
+
+class HeadSource(enum.Enum, shape=1):
+    """Where a task queue's head comes from at the next edge, for what decode keeps of it."""
+    STAY = 0          # the head stays, and what was kept for it holds
+    NEXT = 1          # the next head (or the head itself, compared again)
+
+
+def tlb_lookahead_layout(config: SystemConfig) -> data.StructLayout:
+    """A process's head at the next edge, for the TLB to compare with its homes a cycle
+    ahead: the query of the head and of the next one, and which it will be (``take``,
+    late in the cycle)."""
+    query = tlb_query_layout(config)
+    return data.StructLayout({"stay": query, "next": query, "take": HeadSource})
+
+
+def tlb_checks_layout() -> data.StructLayout:
+    """Which relations kept for a head its look-up means, for simulation's assertions: its
+    regions' (a task) and its block's (a memory branch)."""
+    return data.StructLayout({"regions": 1, "block": 1})
 
 
 def occupy_layout(config: SystemConfig) -> data.StructLayout:

@@ -1,10 +1,12 @@
-"""Task queue and fetch of one process: program memory, fetch PC and a FIFO of instructions.
+"""Task queue and fetch of one process: program memory, fetch PC, a head register and a FIFO.
 
 RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 9) for
 its timing. The program memory is a block RAM with a synchronous read port, holding
 each word with its pc-relative target (``program_word_layout``). Its address is the
 fetch PC register, so a word fetched in one cycle is at the port's output in the next:
-the model's word in flight. It joins the queue at the end of that cycle.
+the model's word in flight. It joins the ring behind the head at the end of that cycle.
+The head register loads only from the ring's front, so what decode reads a cycle ahead
+of the head (``behind``) is a ring entry, never the block RAM's output.
 """
 
 from amaranth.hdl import Assert, Module, Mux, Signal
@@ -47,15 +49,14 @@ class TaskQueue(wiring.Component):
     Decode side (on the state registered at the start of the cycle):
 
     - ``head_valid``, ``head_pc``, ``head_word``, ``head_target``, ``head_before_start``
-      (out, registered): the oldest queued instruction and its pc-relative target
-      (``queue_entry_layout``);
-    - ``behind_valid``, ``behind_word`` (out, registered): the instruction queued behind
-      the head, and whether there is one; ``arriving_word`` (out, the block RAM's
-      output): the word in flight, which joins the queue this cycle unless a redirect
-      drops it. Decode reads the registers of the next head from these a cycle ahead;
-    - ``occupancy`` (out, registered): entries queued, not counting the word in flight
-      (the model's ``room["queue"]``);
-    - ``exhausted`` (out): queue empty, no word in flight and fetch PC >= ``program_len``.
+      (out, registered): the oldest instruction and its pc-relative target
+      (``queue_entry_layout``), in the head register;
+    - ``behind_valid``, ``behind_word`` (out, the ring's front, read without a clock):
+      the instruction the head register takes at the edge if it is popped or empty,
+      and whether there is one. Decode reads the next head's registers from it a cycle
+      ahead;
+    - ``exhausted`` (out): no head, nothing queued or in flight and fetch PC >=
+      ``program_len``.
 
     Updates (land at the clock edge):
 
@@ -69,8 +70,8 @@ class TaskQueue(wiring.Component):
 
     Fetch, for the top level and the trace:
 
-    - ``fetched`` (out): this cycle reads the word at ``fetch_pc`` into flight (the queue,
-      counting the word in flight, had room at the start of the cycle, ``fetch_pc`` <
+    - ``fetched`` (out): this cycle reads the word at ``fetch_pc`` into flight (head,
+      ring and the word in flight left room at the start of the cycle, ``fetch_pc`` <
       ``program_len``, and no redirect);
     - ``fetch_pc`` (out): the fetch PC register.
     """
@@ -95,8 +96,6 @@ class TaskQueue(wiring.Component):
             "head_before_start": Out(1),
             "behind_valid": Out(1),
             "behind_word": Out(Instruction),
-            "arriving_word": Out(Instruction),
-            "occupancy": Out(bits_for(self._depth + 1)),
             "exhausted": Out(1),
             "pop": In(1),
             "redirect": In(1),
@@ -115,27 +114,25 @@ class TaskQueue(wiring.Component):
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.word.eq(self.load_data),
                      *_relative_target(load.data, self.load_addr, self.load_data, self._program_words)]
 
-        # A ring in distributed RAM (written at the tail, read behind the head without a
-        # clock), and a copy of the head entry in a register of its own, so that decode
-        # starts from a flip-flop rather than from the ring (or the block RAM's output).
-        # Meaningful only between head and tail: no reset (record_register,
-        # hdl/primitives.py). ``in_flight`` says the block RAM's output holds a word
-        # fetched last cycle; ``used`` counts it with the queued entries for fetch's room.
+        # The ring, in distributed RAM: written at the tail from the block RAM's output,
+        # read at the front without a clock. The head is a register of its own, so that
+        # decode starts from a flip-flop. Meaningful only where valid or counted: no reset
+        # (record_register, hdl/primitives.py). ``in_flight``: the block RAM's output holds
+        # a word fetched last cycle.
         head_entry = Signal(self._entry, reset_less=True)
-        head = Signal(bits_for(depth))
+        front = Signal(bits_for(depth))
         tail = Signal(bits_for(depth))
+        queued = Signal(bits_for(depth + 1))
         in_flight = Signal()
         in_flight_pc = Signal.like(self.head_pc)
-        used = Signal.like(self.occupancy)
         arriving = Signal(self._entry)
         m.d.comb += [arriving.pc.eq(in_flight_pc), arriving.word.eq(read.data.word),
                      arriving.target.eq(read.data.target), arriving.before_start.eq(read.data.before_start)]
-        behind, = record_ram(m, "ring", self._entry, depth, tail, in_flight, arriving, [_next_index(head, depth)])
+        behind, = record_ram(m, "ring", self._entry, depth, tail, in_flight, arriving, [front])
+        used = self.head_valid + queued + in_flight
         m.d.comb += [
-            self.behind_valid.eq(self.occupancy > 1 if depth > 1 else 0),   # (a constant compare would not lint)
+            self.behind_valid.eq(queued != 0),
             self.behind_word.eq(behind.word),
-            self.arriving_word.eq(read.data.word),
-            self.head_valid.eq(self.occupancy != 0),
             self.head_pc.eq(head_entry.pc),
             self.head_word.eq(head_entry.word),
             self.head_target.eq(head_entry.target),
@@ -159,18 +156,15 @@ class TaskQueue(wiring.Component):
         m.d.comb += read.addr.eq(self.fetch_pc)
         m.d.sync += [in_flight.eq(self.fetched), in_flight_pc.eq(self.fetch_pc)]
 
+        # The head register takes the ring's front when it is popped or empty.
+        loading = (self.pop | ~self.head_valid) & self.behind_valid
         with m.If(flush):
-            m.d.sync += [head.eq(0), tail.eq(0), self.occupancy.eq(0), used.eq(0)]
+            m.d.sync += [self.head_valid.eq(0), front.eq(0), tail.eq(0), queued.eq(0)]
         with m.Else():
-            with m.If(self.pop):
-                m.d.sync += head.eq(_next_index(head, depth))
+            with m.If(loading):
+                m.d.sync += [head_entry.eq(behind), front.eq(_next_index(front, depth))]
             with m.If(in_flight):
                 m.d.sync += tail.eq(_next_index(tail, depth))
-            # The next head: the entry behind the head if there is one, else what arrives.
-            with m.If(self.pop & self.behind_valid):
-                m.d.sync += head_entry.eq(behind)
-            with m.Elif(self.pop | (self.occupancy == 0)):
-                m.d.sync += head_entry.eq(arriving)
-            m.d.sync += [self.occupancy.eq(self.occupancy + in_flight - self.pop),
-                         used.eq(used + self.fetched - self.pop)]
+            m.d.sync += [self.head_valid.eq(self.head_valid & ~self.pop | self.behind_valid),
+                         queued.eq(queued - loading + in_flight)]
         return m

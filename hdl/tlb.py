@@ -13,38 +13,65 @@ accesses touch a slot's home (the tracker's ``touches``). TM space is a bump poi
 reset when the buffer is empty and nothing in flight still reads TM.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import region_layout, tlb_entry_layout, tlb_request_layout
+from .interfaces import (HeadSource, region_layout, tlb_checks_layout, tlb_entry_layout, tlb_lookahead_layout,
+                         tlb_query_layout, tlb_request_layout)
 from .mutation import mutable
-from .primitives import (encode, index_set, lowest_set, oldest, overlaps, record_register, region_end, select,
-                         update_age_matrix, wire, youngest)
+from .primitives import (encode, entry_of, index_set, lowest_set, oldest, overlaps, record_register, region_end,
+                         select, update_age_matrix, wire, youngest)
 
 __all__ = ["TaskLookupBuffer"]
+
+
+def _relations_layout(count: int) -> data.StructLayout:
+    """A query's relations to the homes of ``count`` slots, one bit per slot each."""
+    return data.StructLayout({"read_overlaps": count, "read_equals": count, "write_overlaps": count,
+                              "block_inside": count})
+
+
+def _relations(query, homes, ends) -> list[Value]:
+    """The fields of ``_relations_layout`` for ``query`` against ``homes`` (with their ends)."""
+    read_end, write_end = region_end(query.read), region_end(query.write)
+    return [
+        Cat(*(overlaps(query.read, home, a_end=read_end, b_end=end) for home, end in zip(homes, ends))),
+        Cat(*(home.as_value() == query.read.as_value() for home in homes)),
+        Cat(*(overlaps(query.write, home, a_end=write_end, b_end=end) for home, end in zip(homes, ends))),
+        # A branch reads one block: inside a home, no adder for its end.
+        Cat(*((home.base <= query.block) & (query.block < end) for home, end in zip(homes, ends))),
+    ]
 
 
 class TaskLookupBuffer(wiring.Component):
     """``hts.tlb_entries`` mappings home region -> TM region, in fixed slots.
 
-    Look-ups for decode (combinational, start-of-cycle state):
+    Look-ups for decode (combinational, start-of-cycle state), of the head of process
+    ``lookup_pid`` (in): a task's input and output regions and a memory branch's block.
+    The TLB keeps, per process, which homes its head's regions overlap or equal and
+    which home holds its block, compared a cycle ahead from ``lookahead`` (in, from
+    decode: each word that can be the head at the edge and which one will be; homes
+    never change in place, so the kept bits ANDed with ``valid`` are this cycle's hits).
+    The look-ups use the process's own entries only where a copy is read: another
+    process's copy may be speculative.
 
-    - ``lookup_pid`` (in): the process decoding. Its look-ups use its own entries only:
-      another process's copy may be speculative.
-    - ``read_region`` (in): a task's input. ``read_hit`` (out): some entry overlaps it;
-      ``read_exact`` (out): the youngest overlapping entry is the process's own and maps
-      exactly that region, and ``read_tm_base`` (out) is where its TM copy starts. Hit
-      but not exact: decode stalls (``tlb_conflict``).
-    - ``write_region`` (in): a non-speculative task's output; ``write_hit`` (out): some
-      entry overlaps it (decode stalls until it is copied home).
-    - ``branch_block`` (in): the block a memory branch reads; ``branch_phys`` (out): where
-      its current value for the process after this cycle's retarget (the TM block of the
-      youngest of its own entries covering it, or itself: also when that entry is the one
-      retargeted now, whose TM blocks the retarget sends home; no older entry overlaps a
-      retargeted one).
+    - ``read_hit`` (out): some entry overlaps the input; ``read_exact`` (out): the
+      youngest overlapping entry is the process's own and maps exactly that region, and
+      ``read_tm_base`` (out) is where its TM copy starts. Hit but not exact: decode stalls
+      (``tlb_conflict``).
+    - ``write_hit`` (out): some entry overlaps the output of a non-speculative task
+      (decode stalls until it is copied home).
+    - ``branch_block`` (in): the block the head's memory branch reads; ``branch_phys``
+      (out): where its current value for the process is after this cycle's retarget (the
+      TM block of the youngest of its own entries covering it, or itself: also when that
+      entry is the one retargeted now, whose TM blocks the retarget sends home; no older
+      entry overlaps a retargeted one).
+    - ``read_region``, ``write_region`` (in), ``lookup_checks`` (in): the head's regions,
+      and whether it is a task or a memory branch. Only simulation reads them: it asserts
+      the kept relations that the head's look-up means against a direct compare.
     - ``alloc_blocks`` (in): size of a speculative output; ``has_room`` (out): a free
       slot and that many TM blocks left; ``alloc_tm_base`` (out): where it would go;
       ``alloc_slot`` (out, also to the memory tracker): the lowest free slot, where it
@@ -98,6 +125,8 @@ class TaskLookupBuffer(wiring.Component):
         index = bits_for(count)
         super().__init__({
             "lookup_pid": In(config.widths.pid),
+            "lookup_checks": In(tlb_checks_layout()),
+            "lookahead": In(data.ArrayLayout(tlb_lookahead_layout(config), hts.processes)),
             "read_region": In(region),
             "read_hit": Out(1),
             "read_exact": Out(1),
@@ -139,6 +168,8 @@ class TaskLookupBuffer(wiring.Component):
         self._young = Signal(count)
         # The slot chosen in the cycle before for this cycle's retarget (one-hot).
         self._retarget_choice = Signal(count)
+        # Per process, the relations of its head's query to every slot's home (``_keep_relations``).
+        self._kept = Signal(data.ArrayLayout(_relations_layout(count), hts.processes), reset_less=True)
 
     def elaborate(self, platform):
         m = Module()
@@ -191,6 +222,7 @@ class TaskLookupBuffer(wiring.Component):
         for slot, end in enumerate(self._home_ends):
             with m.If(writing[slot]):
                 m.d.sync += end.eq(new_end)
+        self._keep_relations(m, writing, request.home, new_end)
 
         # The new entry is younger than every entry present, so its row is the valid set
         # (its overlapping part, for ``shadowed``) and its column is cleared in every
@@ -204,40 +236,60 @@ class TaskLookupBuffer(wiring.Component):
         return m
 
     def _look_up(self, m: Module, retargeting: Value):
-        """Decode's searches: the youngest overlapping entry wins.
+        """Decode's searches, on the relations kept for the head: the youngest overlapping
+        entry wins.
 
         A branch's block is found from the entry's offset home -> TM, one subtraction per
         entry made in parallel with the search, and is left home when that entry is
         ``retargeting`` (one-hot), rather than compared with the retarget range after it.
         """
-        homes = [entry.home for entry in self.entries]
         tm_bases = [entry.tm_base for entry in self.entries]
         offsets = [entry.tm_base - entry.home.base for entry in self.entries]
         own = wire(m, Cat(*(entry.pid == self.lookup_pid for entry in self.entries)), "own_entries")
-
-        def hits(region, name: str) -> Signal:
-            end = wire(m, region_end(region), f"{name}_end")
-            return wire(m, Cat(*(valid & overlaps(region, home, a_end=end, b_end=home_end)
-                                 for valid, home, home_end in zip(self.valid, homes, self._home_ends))), name)
-
-        # A branch reads one block: inside a home, no adder for its end.
-        branch_hits = wire(m, Cat(*(valid & (home.base <= self.branch_block) & (self.branch_block < home_end)
-                                    for valid, home, home_end in zip(self.valid, homes, self._home_ends))) & own,
-                           "branch_hits")
-        read_hits = hits(self.read_region, "read_hits")
+        kept = entry_of(self._kept, self.lookup_pid)
+        read_hits = wire(m, kept.read_overlaps & self.valid, "read_hits")
+        branch_hits = wire(m, kept.block_inside & self.valid & own, "branch_hits")
+        write_hits = wire(m, kept.write_overlaps & self.valid, "write_hits")
         search = mutable("tlb_oldest_hit", youngest, oldest)
         read_entry, branch_entry = search(read_hits, self.older), search(branch_hits, self.older)
-        exact = Cat(*(home.as_value() == self.read_region.as_value() for home in homes))
         branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
             self.read_hit.eq(read_hits.any()),
-            # Each entry's equality is compared beside its overlap, not after the pick.
-            self.read_exact.eq((Cat(*read_entry) & own & exact).any()),
+            self.read_exact.eq((Cat(*read_entry) & own & kept.read_equals).any()),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
             self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),
-            self.write_hit.eq(hits(self.write_region, "write_hits").any()),
+            self.write_hit.eq(write_hits.any()),
         ]
+        query = Signal(tlb_query_layout(self._config))
+        m.d.comb += [query.read.eq(self.read_region), query.write.eq(self.write_region),
+                     query.block.eq(self.branch_block)]
+        direct = _relations(query, [entry.home for entry in self.entries], self._home_ends)
+        regions = Cat(kept.read_overlaps, kept.read_equals, kept.write_overlaps) & self.valid.replicate(3)
+        m.d.sync += Assert(~self.lookup_checks.regions | (regions == Cat(*direct[:3]) & self.valid.replicate(3)),
+                           "the relations kept for the head's regions are stale")
+        m.d.sync += Assert(~self.lookup_checks.block | ((kept.block_inside & self.valid) == (direct[3] & self.valid)),
+                           "the relations kept for the head's block are stale")
+
+    def _keep_relations(self, m: Module, writing, new_home, new_end):
+        """Each process's head relations at the next edge (``lookahead``): the next head's
+        query compared with every home as it will be (the slot written at the edge holds
+        ``new_home``); or, for a head that stays, its kept bits but that slot's."""
+        count = self._count
+        homes, ends = [], []
+        for slot, (entry, end) in enumerate(zip(self.entries, self._home_ends)):
+            home = Signal.like(entry.home, name=f"next_home{slot}")
+            m.d.comb += home.eq(Mux(writing[slot], new_home, entry.home))
+            homes.append(home)
+            ends.append(Mux(writing[slot], new_end, end))
+        for lookahead, kept in zip(self.lookahead, self._kept):
+            new_slot = _relations(lookahead.stay, [new_home], [new_end])
+            stay = [field & ~writing | bit.replicate(count) & writing for bit, field in
+                    zip(new_slot, (kept.read_overlaps, kept.read_equals, kept.write_overlaps, kept.block_inside))]
+            with m.If(lookahead.take == HeadSource.STAY):
+                m.d.sync += kept.eq(Cat(*stay))
+            with m.Else():
+                m.d.sync += kept.eq(Cat(*_relations(lookahead.next, homes, ends)))
 
     def _choose_for_copy_back(self, m: Module) -> Value:
         """Oldest copyable entry now, and the retarget: the oldest retargetable entry

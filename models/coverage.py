@@ -64,7 +64,7 @@ _SQUASH_MEANINGS = {
 
 # Decode stall reasons of the hardware scheduler (models/hts.py). ``runtime_overhead``
 # belongs to the software baseline, not to the hardware under test: it has no bin.
-STALL_REASONS = ("fetch", "branch", "window_full", "tracker_full", "tlb_full", "tlb_conflict",
+STALL_REASONS = ("fetch", "operands", "branch", "window_full", "tracker_full", "tlb_full", "tlb_conflict",
                  "speculative_fault", "fault", "decoder_busy", "drain")
 _TLB_STALLS = ("tlb_full", "tlb_conflict")
 

@@ -3,8 +3,8 @@
 The decode stage (:class:`Decode`; RTL ``hdl/decode.py``) decodes one instruction per
 cycle for one process, picked round robin; a task takes a tracker entry (and a TLB
 entry for a speculative output) and goes to the enqueue stage. Control instructions execute there, in program order, on the state below:
-``mov``/``add`` in one cycle, ``mul`` in two (nothing decodes in the cycle after it,
-while the multiplier finishes), ``jump`` and a loop back by redirecting fetch,
+``mov``/``add`` in one cycle, ``mul`` in two (it holds the decoder for a cycle while
+the multiplier works, then decodes), ``jump`` and a loop back by redirecting fetch,
 ``lbeg`` with zero iterations by discarding the body one instruction per cycle, and
 ``if`` by handing it to the branch unit. An unspeculated branch stops its process until
 it resolves; a speculated one leaves a checkpoint and the process goes on.
@@ -32,6 +32,11 @@ from .window import DecodedTask
 __all__ = ["ProcessContext", "Decode", "Decoded", "runtime_accesses"]
 
 
+def _reads_region_base(word, register: int) -> bool:
+    """Whether ``word`` is a task whose input or output base is ``register`` (K bit 0)."""
+    return word.opcode == Opcode.TASK and word.indirect and register in (word.a, word.c)
+
+
 def runtime_accesses(tracker_occupancy: int) -> int:
     """Memory accesses a software runtime makes to schedule one task.
 
@@ -55,6 +60,7 @@ class ProcessContext:
     spec_mask: int = 0               # speculation IDs of its unresolved speculated branches
     skip_depth: int = 0              # > 0 while discarding a zero-iteration loop body
     resume_at: int = 0               # first cycle it may decode again after a branch
+    operands_at: int | None = None   # its head waits this cycle for its region registers
     done_at: int | None = None
     fault: Fault | None = None       # it stopped there: it decodes nothing more, and ends once drained
     stall: dict[str, int] = field(default_factory=dict)
@@ -123,7 +129,8 @@ class Decode:
         self.round_robin = 0
         self.seq = 0                     # decode order of tasks
         self.free_at = 0                 # runtime baseline: the CPU is busy scheduling until then
-        self.multiplying = False         # a mul decoded last cycle: its product is written now
+        self.multiplying: ProcessContext | None = None   # its mul at the head decodes this cycle
+        self.written: dict[int, int] = {}  # pid -> the register its instruction decoded now writes
 
     def step(self, t: int, processes: list[ProcessContext], room: dict, tracker: MemoryTracker,
              tlb: TaskLookupBuffer, enqueue: EnqueueStage, branch_unit: BranchUnit) -> Decoded:
@@ -139,8 +146,11 @@ class Decode:
         count = len(processes)
         order = [processes[(self.round_robin + step) % count] for step in range(count)]
         reasons = {proc.pid: self._why_not_decodable(t, proc, room) for proc in order}
-        chosen = next((proc for proc in order if reasons[proc.pid] is None and not self.multiplying), None)
-        self.multiplying = False
+        # A mul's second cycle is its process's, or no one's (a squash may have taken its head).
+        finishing_mul = self.multiplying is not None
+        candidates = [self.multiplying] if finishing_mul else order
+        self.multiplying = None
+        chosen = next((proc for proc in candidates if reasons[proc.pid] is None), None)
         out = Decoded()
         for proc in order:
             if proc.done_at is None and proc is not chosen:
@@ -154,6 +164,9 @@ class Decode:
                 plan = self._plan_task(t, chosen, head.pc, head.word, blocks, out)
             elif head.word.opcode == Opcode.IF:
                 plan = self._fault_of(t, chosen, head.pc, head.word, None, out)
+            elif head.word.opcode == Opcode.MUL and not finishing_mul:
+                self.multiplying = chosen       # the partial products go into registers
+                plan = "decoder_busy"
             if isinstance(plan, str):
                 out.stalls[chosen.pid] = plan
                 return out
@@ -174,6 +187,8 @@ class Decode:
             return "drain"
         if room["queue"][proc.pid] == 0:
             return "fetch"
+        if proc.operands_at == t:
+            return "operands"
         if t < self.free_at:
             return "runtime_overhead"
         return None
@@ -233,20 +248,33 @@ class Decode:
         if op == Opcode.TASK:
             out.task = self._decode_task(t, proc, pc, word, plan, blocks)
         elif op in (Opcode.MOV, Opcode.ADD, Opcode.MUL):
-            # The product lands a cycle later in hardware; nothing can read it before.
             execute_register_op(word, proc.gprs)
-            self.multiplying = op == Opcode.MUL
+            self.written[proc.pid] = word.c
         elif op == Opcode.JUMP:
             proc.queue.redirect(pc + word.offset)
         elif op == Opcode.LBEG:
+            self.written[proc.pid] = word.b
             if not begin_loop(word, pc, proc.gprs, proc.loops):
                 proc.skip_depth = 1
         elif op == Opcode.LEND:
+            self.written[proc.pid] = proc.loops.top().counter
             back = end_loop(word, proc.gprs, proc.loops)
             if back is not None:
                 proc.queue.redirect(back)
         elif op == Opcode.IF:
             blocks.branch_unit.decode(t, proc, pc, word, blocks.tlb, self.take_spec_id(word))
+
+    def settle(self, t: int, processes: list[ProcessContext]):
+        """End of cycle, once the queues have moved: a process's new head that reads a
+        region base from the register its instruction decoded now writes waits a cycle.
+        In hardware the TLB and window relations of the next head are compared a cycle
+        ahead, from its registers as they stand before the write lands; they are compared
+        again in that cycle (docs/hardware.md, "Timing")."""
+        for pid, register in self.written.items():
+            head = processes[pid].queue.head()
+            if head is not None and _reads_region_base(head.word, register):
+                processes[pid].operands_at = t + 1
+        self.written = {}
 
     def take_spec_id(self, word) -> int | None:
         """The speculation ID of the branch ``word``: the lowest free one (a priority encoder

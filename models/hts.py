@@ -321,7 +321,7 @@ class HTSModel:
 
     def _room_at_start(self) -> dict:
         return {
-            "queue": [len(proc.queue.entries) for proc in self.processes],
+            "queue": [int(proc.queue.head() is not None) for proc in self.processes],
             "fetch": [proc.queue.occupancy for proc in self.processes],
             # The task in the enqueue stage has a window slot waiting for it.
             "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
@@ -359,7 +359,8 @@ class HTSModel:
         stalls = decoded.stalls
         progress |= decoded.instruction is not None
         for proc in self.processes:
-            progress |= proc.queue.arrive() | proc.queue.fetch(room["fetch"][proc.pid])
+            progress |= proc.queue.advance() | proc.queue.fetch(room["fetch"][proc.pid])
+        self.decode.settle(t, self.processes)
         self._end_of_cycle(t)
         if self.observer is not None:
             self.observer(CycleView(t, start, copying, stalls, decoded.instruction))

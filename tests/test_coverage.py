@@ -48,6 +48,10 @@ NEGATIVE = "mov ffff 0 r4 0 0 0 0\nmul r4 r4 r5 0 0 0 0\n"
 SCENARIOS = {
     "independent": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n"]),
     "registers_only": (SYSTEM, ["mov 1 0 r4 0 0 0 0\nadd r4 r4 r5 0 0 0 0\n"]),
+    # A task whose output base is the register the instruction before it writes, queued
+    # behind it (a queue deep enough for fetch to run ahead of decode).
+    "base_just_written": (dataclasses.replace(SYSTEM, hts=dataclasses.replace(SYSTEM.hts, queue_depth=4)),
+                          ["mov 4 0 r4 0 0 0 0\nmov 10 0 r5 0 0 0 0\nvector_add r4 1 r5 1 0 0 1 0\n"]),
     "two_processes": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n",
                                "vector_add 20 1 30 1 0 1 0 0\nvector_add 22 1 31 1 1 1 0 0\n"]),
     # Every branch kind, both ways, speculated (K[2]) or not; BR: a writer of the block in flight.
@@ -77,7 +81,7 @@ SCENARIOS = {
         if 25 r5 sbr_not 0 0 0 f           ; speculated BR, predicted right
         sbr_not:
         """]),
-    # A mispredicted branch over a long-running task and a stream of fast ones: at the
+    # A mispredicted branch over long-running tasks and a stream of fast ones: at the
     # squash, tasks stand in the enqueue stage, the window, a station and on an instance.
     "squash_everywhere": (SYSTEM, [NEGATIVE + """
         if 20 r5 past 0 0 0 e
@@ -87,7 +91,7 @@ SCENARIOS = {
         vector_add 3 1 0 0 1 0 0 0
         vector_add 4 1 0 0 2 0 0 0
         vector_add 5 1 0 0 3 0 0 0
-        vector_add 6 1 0 0 4 0 0 0
+        vector_max 6 1 0 0 4 0 0 0
         lend 0 r6 0 0 0 0 0
         past:
         """]),
@@ -175,6 +179,7 @@ DIRECTED = {
     "full.station": ("tiny", "independent"),
     "full.tlb": ("tiny", "independent"),
     "stall.fetch": ("independent", None),              # every run starts with empty queues
+    "stall.operands": ("base_just_written", "independent"),
     "stall.branch": ("branches", "independent"),
     "stall.window_full": ("tiny", "independent"),
     "stall.tracker_full": ("tiny", "independent"),

@@ -322,23 +322,24 @@ def test_independent_tasks_overlap(default_config):
 
 
 def test_pipeline_timing_of_one_task(default_config):
-    """fetch at 0, in flight at 1, decode at 2, enqueue at 3, issue at 4, dispatch at 5,
-    complete latency later, end."""
+    """fetch at 0, in flight at 1, queued at 2, decode at 3, enqueue at 4, issue at 5,
+    dispatch at 6, complete latency later, end."""
     program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     cycles = {e.event: e.cycle for e in result.trace.events}
-    assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (2, 3, 4, 5)
-    assert cycles["complete"] == 5 + 921
+    assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (3, 4, 5, 6)
+    assert cycles["complete"] == 6 + 921
     assert cycles["end"] == cycles["complete"] + 1 and result.cycles == cycles["end"] + 1
 
 
-def test_a_jump_target_decodes_three_cycles_after_the_jump(default_config):
+def test_a_jump_target_decodes_four_cycles_after_the_jump(default_config):
     """The jump redirects fetch at its decode (t); the target is fetched at t + 1, in
-    flight at t + 2 and decoded at t + 3; a task behind it in the queue never decodes."""
+    flight at t + 2, queued at t + 3 and decoded at t + 4; a task behind it in the queue
+    never decodes."""
     text = "jump 0 0 2 0 0 0 0\nreal_fir 20 1 50 1 1 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\n"
     result = HTSModel(default_config, [assemble(text, default_config)], initial_memory(default_config)).run()
     assert [e.fields["pc"] for e in result.trace.of("decode")] == [2]
-    assert result.trace.of("decode")[0].cycle == 2 + 3   # the jump decodes at 2
+    assert result.trace.of("decode")[0].cycle == 3 + 4   # the jump decodes at 3
 
 
 def test_mul_keeps_decode_busy_for_a_cycle(default_config):

@@ -50,9 +50,8 @@ class FrontEnd(Elaboratable):
                 self.decode.head[pid].word.eq(queue.head_word),
                 self.decode.head[pid].target.eq(queue.head_target),
                 self.decode.head[pid].before_start.eq(queue.head_before_start),
-                self.decode.upcoming[pid].behind_valid.eq(queue.behind_valid),
-                self.decode.upcoming[pid].behind.eq(queue.behind_word),
-                self.decode.upcoming[pid].arriving.eq(queue.arriving_word),
+                self.decode.upcoming[pid].valid.eq(queue.behind_valid),
+                self.decode.upcoming[pid].word.eq(queue.behind_word),
                 self.decode.exhausted[pid].eq(queue.exhausted),
                 queue.pop.eq(self.decode.pop[pid]),
                 queue.redirect.eq(self.decode.redirect[pid] | self.branch_redirect[pid]),
@@ -146,7 +145,6 @@ def test_decode_runs_programs_in_order(seed):
                 del pending[pid]
         else:
             raise AssertionError(f"seed {seed}: the front end did not finish")
-        await ctx.tick()    # a last mul's product lands a cycle after its decode
 
         reference = [(t.pid, t.pc, t.accel_id, t.regions, t.data) for t in expected.tasks]
         for pid in range(config.hts.processes):

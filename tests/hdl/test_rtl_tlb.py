@@ -1,7 +1,10 @@
 """The Task Lookup Buffer RTL against ``hts.models.tlb``, cycle by cycle.
 
 The model keeps its entries in a list, oldest first; the RTL keeps them in fixed slots
-with an age matrix. After every edge the valid slots, sorted by the age matrix, must hold
+with an age matrix. The look-ups are of each process's queue head, whose relations to the
+homes the RTL compares a cycle ahead: every cycle the test offers each process's head at
+the next edge (the same, or one of two new queries) and looks up with the head of one
+process. After every edge the valid slots, sorted by the age matrix, must hold
 the model's entries in order; that also maps each slot to its model entry, by which the
 slot indices the RTL offers (copy, retarget, the new entry's slot) are checked and the
 removals are driven. The memory tracker's ``touches`` are computed here from random
@@ -16,6 +19,7 @@ from collections import Counter
 import pytest
 from rtl_sim import region_value, run
 
+from hts.hdl.interfaces import HeadSource
 from hts.hdl.tlb import TaskLookupBuffer
 from hts.models.memory_tracker import overlaps
 from hts.models.tlb import TaskLookupBuffer as Model
@@ -77,23 +81,44 @@ def test_tlb_matches_model(request, preset, seed):
                                                   if slot in held else rng.random() < 0.5))
 
     seen = Counter()                    # what the stimulus exercised, so the test cannot pass idle
+    held = {}                           # slot -> the model entry in it, from the last edge
+
+    def query(steered=None) -> tuple:
+        """A head's (input, output, branch block): often a block some entry holds, now and
+        then one of the entry chosen to retarget."""
+        read, write, block = home_region(rng), home_region(rng), rng.randrange(0, 20)
+        if held and rng.random() < 0.5:
+            base, length = (steered or rng.choice(list(held.values()))).home
+            block = base + rng.randrange(length)
+        return read, write, block
+
+    def offer_heads(ctx, heads, steered):
+        """Each process's head at the next edge: the same, or a new query (the steered one,
+        looked up next, is new). Returns the heads and the next look-up's pid."""
+        next_pid = rng.randrange(hts.processes) if steered is None else steered.pid
+        chosen = []
+        for pid in range(hts.processes):
+            new = query(steered if pid == next_pid else None)
+            take = HeadSource.NEXT if steered is not None and pid == next_pid else rng.choice(list(HeadSource))
+            ctx.set(dut.lookahead[pid], {"take": take, **{name: {"read": region_value(q[0]), "write": region_value(q[1]),
+                                                                 "block": q[2]}
+                                                          for name, q in (("stay", heads[pid]), ("next", new))}})
+            chosen.append(heads[pid] if take == HeadSource.STAY else new)
+        return chosen, next_pid
 
     async def bench(ctx):
-        held = {}                       # slot -> the model entry in it, from the last edge
+        nonlocal held
+        # The first heads reach the TLB a cycle before the first look-up.
+        heads, lookup_pid = offer_heads(ctx, [query() for _ in range(hts.processes)], None)
+        await ctx.tick()
         for cycle in range(600):
             where = f"seed {seed}, cycle {cycle}"
             slot_of = {id(entry): slot for slot, entry in held.items()}
-            read, write, block = home_region(rng), home_region(rng), rng.randrange(0, 20)
-            # Often a block some entry holds; now and then one of the entry chosen to
-            # retarget, looked up by its process.
-            candidate = model.retarget_candidate
-            steered = candidate if candidate is not None and steer.random() < 0.3 else None
-            if held and rng.random() < 0.5:
-                base, length = (steered or rng.choice(list(held.values()))).home
-                block = base + rng.randrange(length)
+            read, write, block = heads[lookup_pid]
             blocks = rng.choice([1, 2, 3])
             tracker = {tag: (physical(rng), physical(rng)) for tag in tags if rng.random() < 0.3}
             retargetable = {tag for tag in tags if rng.random() < 0.7}
+            ctx.set(dut.lookup_checks, {"regions": 1, "block": 1})
             ctx.set(dut.read_region, region_value(read))
             ctx.set(dut.write_region, region_value(write))
             ctx.set(dut.branch_block, block)
@@ -110,7 +135,6 @@ def test_tlb_matches_model(request, preset, seed):
                 seen.update(pointer_reset=model.tm_next != 0)
                 model.tm_next = 0
 
-            lookup_pid = rng.randrange(hts.processes) if steered is None else steered.pid
             ctx.set(dut.lookup_pid, lookup_pid)
             youngest = model.youngest_overlapping(read)
             assert ctx.get(dut.read_hit) == (youngest is not None), where
@@ -147,6 +171,10 @@ def test_tlb_matches_model(request, preset, seed):
             alloc_slot = ctx.get(dut.alloc_slot)
             if room:
                 assert alloc_slot not in held, f"{where}: slot {alloc_slot} is taken"
+            candidate = model.retarget_candidate      # offered next cycle, if still wanted
+            steered = candidate if candidate is not None and steer.random() < 0.3 else None
+            previous = heads
+            heads, lookup_pid = offer_heads(ctx, heads, steered)
 
             allocate = room and rng.random() < 0.5
             pid, home, producer = rng.randrange(hts.processes), home_region(rng), rng.choice(tags)
@@ -180,6 +208,7 @@ def test_tlb_matches_model(request, preset, seed):
             entries = ctx.get(dut.entries)
             assert [got_value(entries[slot]) for slot in order] == [entry_value(e) for e in model.entries], where
             held = dict(zip(order, model.entries))
+            seen.update(head_kept_over_an_allocation=allocate and any(h is p for h, p in zip(heads, previous)))
             seen.update(copy=copy is not None, retarget=retarget is not None,
                         ages_out_of_slot_order=order != sorted(order),
                         held_back_by_older=any(not entry.mask and any(overlaps(older.home, entry.home)
@@ -189,7 +218,8 @@ def test_tlb_matches_model(request, preset, seed):
                 assert held[alloc_slot] is new_entry, f"{where}: the new entry is not in slot {alloc_slot}"
 
     run(dut, bench)
-    exercised = ["copy", "retarget", "retarget_refused", "pointer_reset", "young_held_back", "branch_sent_home"]
+    exercised = ["copy", "retarget", "retarget_refused", "pointer_reset", "young_held_back", "branch_sent_home",
+                 "head_kept_over_an_allocation"]
     exercised += ["ages_out_of_slot_order", "held_back_by_older"] if hts.tlb_entries > 1 else []
     exercised += ["read_hit_of_another_process"] if hts.processes > 1 else []
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
