@@ -10,7 +10,7 @@ of the head (``behind``) is a ring entry, never the block RAM's output.
 """
 
 from amaranth.hdl import Assert, Module, Mux, Signal
-from amaranth.lib import data, wiring
+from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
