@@ -103,6 +103,8 @@ class RetireHarness(Harness):
             engine.tm_port.ready.eq(1),
             engine.tm_port.rvalid.eq(answered),
             engine.home_port.ready.eq(1),
+            # Decode's head regions are free here: no check of the relations kept for them.
+            tlb.lookup_checks.eq(0),
         ]
         # ``tlb_homes`` is one port assigned element by element.
         for block in (tracker, tlb, engine):

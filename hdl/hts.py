@@ -95,19 +95,21 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
     the caller connects each shell's ``granted`` and ``abort``."""
     tags = config.hts.tracker_entries
     held_tags = [shell.current.tag for shell in shells]
+    hit = Signal(len(shells))               # busy under a mispredicted ID, granted or not
     aborted = Signal(len(shells))
     broadcast = Signal(tags)
     released = Signal(tags)
     squashed = Signal(tags)
     m.d.comb += [
         cdb.finished.eq(Cat(*(shell.done for shell in shells))),
-        aborted.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & squash).any()
-                                               for shell in shells)) & ~cdb.grant, 0)),
+        hit.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & squash).any() for shell in shells)), 0)),
+        aborted.eq(hit & ~cdb.grant),
         cdb.abort.eq(aborted),
         asr.release.eq(cdb.grant | aborted),
         broadcast.eq(index_set(cdb.grant, held_tags, tags)),
         squashed.eq(reduce(operator.or_, squashed_sets)),
-        released.eq(broadcast | squashed | index_set(aborted, held_tags, tags)),
+        # A hit instance's tag leaves, aborted or broadcast: the release needs no grant.
+        released.eq(broadcast | squashed | index_set(hit, held_tags, tags)),
     ]
     return aborted, broadcast, squashed, released
 
