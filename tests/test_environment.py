@@ -25,10 +25,10 @@ def _memory(config) -> Memory:
 
 
 def _cycle(env: Environment, cycle: int, outputs: Outputs | None = None, grants: int = 0,
-           held=()) -> tuple[Drive, dict[int, int], bool]:
+           writes=()) -> tuple[Drive, dict[int, int], bool]:
     """One cycle as a bench runs it: its inputs, its branch-read answers, whether the run is over."""
     drive = env.begin(cycle)
-    answers = env.grant(grants, held)
+    answers = env.grant(grants, writes)
     return drive, answers, env.observe(outputs or Outputs())
 
 
@@ -61,11 +61,11 @@ def test_a_branch_read_sees_the_completion_granted_in_its_due_cycle(tiny_config)
     expected = memory.copy()
     AcceleratorFunctions(tiny_config).run(expected, tiny_config.accelerators[task.accel_class].id, 0, 2, 40, 1, 0)
     assert expected.first_word(40) != memory.first_word(40)
-    _cycle(env, 0, Outputs(branch_reads={0: 40}))
+    _cycle(env, 0, Outputs(branch_reads={0: 40}, started=0b1, tasks=[task]))
     due = tiny_config.timing.memory_latency
     for cycle in range(1, due):
         _cycle(env, cycle)
-    assert _cycle(env, due, grants=0b1, held=[task])[1] == {0: expected.first_word(40)}
+    assert _cycle(env, due, grants=0b1, writes=[task.writes])[1] == {0: expected.first_word(40)}
 
 
 def test_a_bench_skipping_the_cycle_of_an_answer_is_told(tiny_config):
@@ -109,11 +109,27 @@ def test_a_completion_at_the_grant_writes_the_task_output_and_an_rtl_core_does_i
     AcceleratorFunctions(tiny_config).run(expected, tiny_config.accelerators[python.accel_class].id, 0, 2, 40, 1, 0)
     before = memory.copy()
     assert not np.array_equal(expected.read(40, 1), before.read(40, 1))
-    _cycle(env, 0, grants=0b00, held=[python, rtl])
+    _cycle(env, 0, Outputs(started=0b11, tasks=[python, rtl]))
+    _cycle(env, 1, grants=0b00, writes=[python.writes, rtl.writes])
     assert np.array_equal(memory.words, before.words)       # no grant, no function
-    _cycle(env, 1, grants=0b11, held=[python, rtl])
+    _cycle(env, 2, grants=0b11, writes=[python.writes, rtl.writes])
     assert np.array_equal(memory.read(40, 1), expected.read(40, 1))
     assert np.array_equal(memory.read(41, 1), before.read(41, 1))
+
+
+def test_a_completion_writes_where_the_shell_holds_the_output_at_the_grant(tiny_config):
+    """The task comes at its start; its output region at the grant, retargets applied."""
+    memory = _memory(tiny_config)
+    env = Environment(tiny_config, memory, [PROGRAM], cycle_limit=1000)
+    started = _task(tiny_config, "vector_add", (0, 2), (40, 1))
+    expected = memory.copy()
+    AcceleratorFunctions(tiny_config).run(expected, tiny_config.accelerators[started.accel_class].id, 0, 2, 44, 1, 0)
+    before = memory.copy()
+    assert not np.array_equal(expected.read(44, 1), before.read(44, 1))
+    _cycle(env, 0, Outputs(started=0b1, tasks=[started]))
+    _cycle(env, 1, grants=0b1, writes=[SimpleNamespace(base=44, blocks=1)])
+    assert np.array_equal(memory.read(44, 1), expected.read(44, 1))
+    assert np.array_equal(memory.read(40, 1), before.read(40, 1))
 
 
 def test_a_python_core_raises_done_after_its_cycles_and_writeback_over_the_last(tiny_config):
