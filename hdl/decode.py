@@ -84,7 +84,7 @@ class _State(NamedTuple):
     product: data.View      # a mul's partial products, registered in its first cycle (``_multiply``)
 
 
-def product_layout(config: SystemConfig) -> data.StructLayout:
+def _product_layout(config: SystemConfig) -> data.StructLayout:
     """A mul between its two cycles at the head: its process, and the partial products
     of its operands' 16-bit halves, registered behind the multipliers."""
     half = REGISTER_BITS // 2
@@ -286,7 +286,7 @@ class Decode(wiring.Component):
         free_ids = Signal(hts.spec_ids, init=(1 << hts.spec_ids) - 1)
         faulted = Signal(processes)
         stale = Signal(processes)
-        product = Signal(product_layout(self._config))
+        product = Signal(_product_layout(self._config))
         return _State(spec_mask, skip_depth, free_ids, faulted, stale, product)
 
     def _why_not_decodable(self, m: Module, state: _State) -> list[Signal]:
