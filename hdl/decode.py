@@ -244,7 +244,7 @@ class Decode(wiring.Component):
         pid, valid = self._round_robin(m, reason, state.product)
         chosen = self._read_chosen(m, pid, valid, operands, state)
 
-        # ---- planning: regions, window and legality checks, TLB search, stall ------------
+        # ---- planning: regions, window and legality bits, TLB look-up, stall -------------
         home_reads, home_writes = self._task_regions(m, chosen)
         cause, control_faulting = self._fault_cause(m, chosen, entry_of(leaving, pid), windows[chosen.pid],
                                                     self._illegal(m, chosen))
@@ -253,7 +253,7 @@ class Decode(wiring.Component):
         first_mul = wire(m, (chosen.opcode == Opcode.MUL) & ~chosen.skipping & ~state.product.valid, "first_mul")
         plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output, first_mul)
         # What the head does if it is not a task (or is skipped) decides only on that fault:
-        # its effects need not wait for the TLB search and a task's region compares.
+        # its effects need not wait for the TLB look-up and a task's window bits.
         control_decoding = wire(m, chosen.valid & (chosen.skipping | ~(control_faulting | first_mul)),
                                 "control_decoding")
         writes = self._rename_output(m, home_writes, speculative_output)
@@ -548,10 +548,10 @@ class Decode(wiring.Component):
                 chosen.valid & (chosen.opcode == Opcode.IF) & chosen.word.k.branch.memory)
 
     def _translate(self, m: Module, chosen: _Chosen, home_reads, home_writes):
-        """The TLB search of the head's regions (in every cycle, for the chosen process):
-        the read region, taken from a TM copy that holds it exactly; and whether the output
-        is speculative, so goes to a new TM copy (docs/microarchitecture.md, "Decode of a
-        task under speculation")."""
+        """The TLB look-up of the head's regions (in every cycle, for the chosen process, on
+        the relations the TLB kept for it, ``_look_ahead``): the read region, taken from a
+        TM copy that holds it exactly; and whether the output is speculative, so goes to a
+        new TM copy (docs/microarchitecture.md, "Decode of a task under speculation")."""
         word = chosen.word
         reads = Signal.like(home_reads)
         speculative_output = (chosen.mask != 0) & (word.d != 0)

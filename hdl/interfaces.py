@@ -20,7 +20,8 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "tracker_register_layout", "task_record_layout", "record_read_signature",
            "queued_task_layout", "task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
-           "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout", "tlb_checks_layout",
+           "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout",
+           "tlb_checks_layout",
            "occupy_layout", "dma_signature", "core_signature",
            "retarget_layout", "cpu_signature", "branch_read_signature", "beats_per_block", "largest_copy_beats",
            "copyback_trace_layout", "retarget_trace_layout", "dispatch_trace_layout", "trace_layout"]

@@ -137,10 +137,11 @@ class Decode:
         """Decode one instruction of one process.
 
         ``room``: whether each process has a queue head, and the free window slots and
-        tracker entries, at the start of the cycle. The round-robin arbiter picks the first process (from the one after the
-        last picked) whose queue head is present and not blocked; only that one is planned,
-        so decode does one TLB and tracker look-up per cycle. The pointer moves on whether
-        or not the plan succeeds, so a stalled process cannot keep the others waiting.
+        tracker entries, at the start of the cycle. The round-robin arbiter picks the first
+        process (from the one after the last picked) whose queue head is present and not
+        blocked; only that one is planned, so decode does one TLB and tracker look-up per
+        cycle. The pointer moves on whether or not the plan succeeds, so a stalled process
+        cannot keep the others waiting.
         """
         blocks = _Structures(room, tracker, tlb, enqueue, branch_unit)
         count = len(processes)

@@ -100,9 +100,9 @@ def test_tlb_matches_model(request, preset, seed):
         for pid in range(hts.processes):
             new = query(steered if pid == next_pid else None)
             take = HeadSource.NEXT if steered is not None and pid == next_pid else rng.choice(list(HeadSource))
-            ctx.set(dut.lookahead[pid], {"take": take, **{name: {"read": region_value(q[0]), "write": region_value(q[1]),
-                                                                 "block": q[2]}
-                                                          for name, q in (("stay", heads[pid]), ("next", new))}})
+            queries = {name: {"read": region_value(q[0]), "write": region_value(q[1]), "block": q[2]}
+                       for name, q in (("stay", heads[pid]), ("next", new))}
+            ctx.set(dut.lookahead[pid], {"take": take, **queries})
             chosen.append(heads[pid] if take == HeadSource.STAY else new)
         return chosen, next_pid
 
