@@ -171,13 +171,15 @@ def in_flight_limit(kind: str, config: SystemConfig) -> int:
 
 
 def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
-    """The accelerators' best rate: an instance is busy latency + 1 cycles per task.
+    """The accelerators' best rate: an instance is busy latency + 2 cycles per task.
 
-    It is freed at the end of the cycle of its completion's broadcast, so the next task
-    dispatches one cycle later; a chain's next task waits for that broadcast too.
+    Its completion is granted latency cycles after the dispatch and broadcast the cycle
+    after; the instance is freed at the end of the broadcast's cycle, so the next task
+    dispatches two cycles after the completion. A chain's next task waits for that
+    broadcast too.
     """
     acc = shortest_class(config)
-    return (acc.latency + 1) / (acc.count if kind == "independent" else 1)
+    return (acc.latency + 2) / (acc.count if kind == "independent" else 1)
 
 
 def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult) -> str:
@@ -187,10 +189,11 @@ def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult)
     bound = f"at best {back_end_cycles_per_task(kind, config):.2f} cycles/task"
     if kind == "independent":
         running, limiter = acc.count, "accelerators"
-        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + 1 cycles a task: {bound}"]
+        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + 2 cycles a task: {bound}"]
     else:
         running, limiter = 1, "chain"
-        lines = [f"dependences: each task dispatches the cycle after the previous one's broadcast: {bound}"]
+        lines = [f"dependences: each task dispatches the cycle after the previous one's broadcast "
+                 f"(two after its completion): {bound}"]
     if tasks > limit:
         lines.append(f"decode stalls at {limit} tasks in flight (window {hts.window} + station {hts.rs_entries} "
                      f"+ {running} running, or tracker {hts.tracker_entries}): after the burst the {limiter}, "

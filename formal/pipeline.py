@@ -61,9 +61,10 @@ class PipelineHarness(Harness):
 
     Decode, the enqueue stage, the branch unit (``squash``, ``confirm``) and the memory
     tracker (``older``, ``tasks``) are left free; tasks enter the window with free tags.
-    A *place* is a window slot, a station slot or a shell; a record is a valid place and
-    the tag it holds. ``released`` is the top level's set of tags freed this cycle: the
-    CDB's grants, the squashed queue entries and the aborted shells.
+    A *place* is a window slot, a station slot, a shell or a bit of the CDB's broadcast
+    register (a tag granted last cycle); a record is a valid place and the tag it holds.
+    ``released`` is the top level's set of tags freed this cycle: the CDB's broadcast,
+    the squashed queue entries and the shells the squash hits.
     """
 
     GROUPS = (PropertyGroup("records", lambda config: "prove" if _one_entry_queues(config) else "bmc",
@@ -88,7 +89,8 @@ class PipelineHarness(Harness):
 
         places = [*zip(window.valid, (entry.tag for entry in window.entries)),
                   *((valid, entry.tag) for station in stations for valid, entry in zip(station.valid, station.entries)),
-                  *((shell.busy, shell.current.tag) for shell in shells)]
+                  *((shell.busy, shell.current.tag) for shell in shells),
+                  *((granted, tag) for tag, granted in enumerate(self.cdb.broadcast_tags))]
         held = Signal(config.hts.tracker_entries)
         m.d.comb += held.eq(index_set([valid for valid, _ in places], [tag for _, tag in places], len(held)))
         self._assume_inputs(m, held)
@@ -150,15 +152,20 @@ class PipelineHarness(Harness):
         """State no port of the pipeline shows, which the induction needs."""
         config, window, shells = self.config, self.window, self.shells
         for queue_name, queue in [("window", window), *((f"station{c}", s) for c, s in enumerate(self.stations))]:
+            # The squash's induction needs the orders too: with two ways, two window
+            # slots taking one issue position merge their records.
             for name, holds in strict_total_order(queue.valid, queue.older).items():
-                self.check(m, "records", f"{queue_name}_age_{name}", holds)
+                self.check(m, ("records", "squash"), f"{queue_name}_age_{name}", holds)
         self.check(m, "records", "window_tasks_of_existing_classes",
                    Cat(*(~valid | (entry.accel_class < len(config.accelerators))
                          for valid, entry in zip(window.valid, window.entries))).all())
         self.check(m, "records", "held_tags_exist",
                    Cat(*(~valid | (tag < config.hts.tracker_entries) for valid, tag in places)).all())
         shell_busy = Cat(*(shell.busy for shell in shells))
-        self.check(m, "records", "asr_busy_is_shells_busy", self.asr.busy == shell_busy)
+        # A granted instance stays busy in the ASR through its broadcast's cycle.
+        self.check(m, "records", "asr_busy_is_shells_busy_or_broadcasting",
+                   self.asr.busy == (shell_busy | self.cdb.broadcast_instances))
+        self.check(m, "records", "broadcasting_instances_are_idle", (shell_busy & self.cdb.broadcast_instances) == 0)
         self.check(m, ("records", "squash"), "tickets_only_of_done_shells",
                    (self.cdb.pending & ~Cat(*(shell.done for shell in shells))) == 0)
 

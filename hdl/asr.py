@@ -39,7 +39,7 @@ class AcceleratorStatus(wiring.Component):
 
     - ``occupy`` (in, from the dispatch arbiter): per class, ``valid`` and the
       ``instance`` (within the class) a task is dispatched to; it must be free;
-    - ``release`` (in, from the CDB grants and the squash's aborts): one bit per flat
+    - ``release`` (in, from the CDB's broadcast and the squash's aborts): one bit per flat
       instance to free. An instance is never occupied and released in one cycle: only
       free instances are occupied, and only busy ones released.
 

@@ -1,10 +1,13 @@
-"""Common data bus arbiter: completions granted in ticket order, ``hts.cdb_width`` a cycle.
+"""Common data bus arbiter: completions granted in ticket order, ``hts.cdb_width`` a cycle,
+and broadcast the cycle after.
 
 RTL of ``hts.models.cdb``; see docs/microarchitecture.md ("One cycle", step 2). An
 instance whose task finishes takes a ticket; tickets taken in the same cycle are ordered
 by (class, instance), i.e. by flat instance index (``hts.hdl.asr``). Each cycle the
 ``cdb_width`` oldest tickets are granted, this cycle's new tickets included, so an
-uncontended completion is granted in the cycle its accelerator finishes.
+uncontended completion is granted in the cycle its accelerator finishes. The grant is
+registered: the granted tags and instances are broadcast (released) the next cycle, so
+no wake-up waits on this cycle's pick.
 
 An instance holds at most one ticket (it stays busy until granted or aborted), so the
 ticket queue is a pending bit per instance plus an age matrix over instances instead of
@@ -20,7 +23,7 @@ from hts.config import SystemConfig
 
 from .interfaces import instance_numbering
 from .mutation import mutable
-from .primitives import fewer_than
+from .primitives import fewer_than, index_set
 
 __all__ = ["CommonDataBus"]
 
@@ -36,9 +39,13 @@ class CommonDataBus(wiring.Component):
       until the grant) take exactly one ticket, in the finishing cycle;
     - ``abort`` (in, from the squash logic): one bit per flat instance whose ticket is
       dropped at the clock edge. The squash resolves after the grant (the model's
-      ``_squash`` follows ``_complete``), so a ticket granted this cycle is broadcast
+      ``_squash`` follows ``_complete``), so a ticket granted this cycle is granted
       whatever its abort bit; a ticket not granted is dropped and never granted. Bits of
-      instances without a ticket (still running, or idle) are ignored.
+      instances without a ticket (still running, or idle) are ignored;
+    - ``squashed`` (in, from the squash logic): one bit per flat instance whose task this
+      cycle's squash hits, granted or not. The squash releases the tag of a granted one
+      itself, so the broadcast leaves it out;
+    - ``tags`` (in, from the accelerator shells): the tag each instance holds.
 
     Output (combinational, on the tickets registered at the start of the cycle and this
     cycle's ``finished``):
@@ -46,6 +53,13 @@ class CommonDataBus(wiring.Component):
     - ``grant`` (out, to the top level, which broadcasts the granted instances' tags and
       releases them in the ASR and the tracker): one bit per flat instance, the
       ``cdb_width`` oldest tickets (fewer when fewer are held).
+
+    Outputs (registered: this cycle's grants, broadcast the next cycle):
+
+    - ``broadcast_tags`` (out, to the top level's released set and the tracker's
+      ``ignoring``): one bit per tag, the tags granted last cycle that no squash released;
+    - ``broadcast_instances`` (out, to the ASR's ``release``): one bit per flat instance
+      granted last cycle.
 
     State:
 
@@ -60,11 +74,16 @@ class CommonDataBus(wiring.Component):
     def __init__(self, config: SystemConfig):
         self._count = count = len(instance_numbering(config))
         self._width = config.hts.cdb_width
+        self._tags = config.hts.tracker_entries
         super().__init__({
             "finished": In(count),
             "abort": In(count),
+            "squashed": In(count),
+            "tags": In(data.ArrayLayout(config.widths.tag, count)),
             "grant": Out(count),
             "pending": Out(count),
+            "broadcast_tags": Out(self._tags),
+            "broadcast_instances": Out(count),
         })
 
     def elaborate(self, platform):
@@ -85,5 +104,9 @@ class CommonDataBus(wiring.Component):
             m.d.comb += self.grant[index].eq(holding[index] & fewer_than(ahead, width))
             # Tickets leave but never overtake one another: keep the row to those staying.
             m.d.sync += ahead_of[index].eq(ahead & staying)
-        m.d.sync += self.pending.eq(staying)
+        m.d.sync += [
+            self.pending.eq(staying),
+            self.broadcast_instances.eq(self.grant),
+            self.broadcast_tags.eq(index_set(self.grant & ~self.squashed, list(self.tags), self._tags)),
+        ]
         return m

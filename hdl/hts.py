@@ -6,13 +6,15 @@ lists the signals that cross blocks, in the order of the model's stages; this mo
 is that table. The blocks themselves hold the timing; what is decided here is
 which set of tags, IDs and instances each block hears of:
 
-- *broadcast*: the tags of the tasks the CDB grants this cycle. The tracker's searches
-  ignore them (``ignoring``), so a task or branch searching now does not wait for them;
+- *broadcast*: the tags of the tasks the CDB granted last cycle (a register of the CDB),
+  less those a squash released then. The tracker's searches ignore them (``ignoring``),
+  so a task or branch searching now does not wait for them;
 - *released*: broadcast, plus the tags of the tasks a squash removes from the enqueue
-  stage, the window and the stations, plus the tags of the running tasks it aborts. They leave the
-  tracker and every waiting set at the edge;
+  stage, the window and the stations, plus the tags of the instances it hits (granted
+  or aborted). They leave the tracker and every waiting set at the edge;
 - *aborted*: instances holding a task under a mispredicted ID that the CDB does not
-  grant this cycle (a grant goes first: the model completes before it squashes).
+  grant this cycle (a grant goes first: the model completes before it squashes). They
+  are free at the edge; a granted instance is free at the end of its broadcast.
 
 Retirement is here too: a started process whose queue is exhausted, with no pending
 branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
@@ -102,13 +104,15 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
     squashed = Signal(tags)
     m.d.comb += [
         cdb.finished.eq(Cat(*(shell.done for shell in shells))),
+        cdb.tags.eq(Cat(*held_tags)),
         hit.eq(mutable("abort_lost", Cat(*(shell.busy & (shell.current.mask & squash).any() for shell in shells)), 0)),
         aborted.eq(hit & ~cdb.grant),
         cdb.abort.eq(aborted),
-        asr.release.eq(cdb.grant | aborted),
-        broadcast.eq(index_set(cdb.grant, held_tags, tags)),
+        cdb.squashed.eq(hit),
+        asr.release.eq(cdb.broadcast_instances | aborted),
+        broadcast.eq(cdb.broadcast_tags),
         squashed.eq(reduce(operator.or_, squashed_sets)),
-        # A hit instance's tag leaves, aborted or broadcast: the release needs no grant.
+        # A hit instance's tag leaves now, aborted or granted: the release needs no grant.
         released.eq(broadcast | squashed | index_set(hit, held_tags, tags)),
     ]
     return aborted, broadcast, squashed, released

@@ -134,8 +134,6 @@ class HTSModel:
             self.completed.append(task)
             if task.mask:
                 self.completed_speculative.append(task)
-            self._released_tags.add(task.tag)
-            self._released_instances.append((task.class_index, run.instance))
             self.trace.emit(t, "complete", pid=task.pid, pc=task.pc, tag=task.tag,
                             accel=self.classes[task.class_index].name, instance=run.instance)
         return granted
@@ -178,6 +176,7 @@ class HTSModel:
         if self.enqueue.task is not None and self.enqueue.task.mask & bit:
             squashed.append(self.enqueue.remove())
         self._released_tags.update(task.tag for task in squashed)
+        self._released_tags.update(self.cdb.squash_granted(bit))
         aborted = [run for run in self.in_progress + list(self.cdb.tickets) if run.task.mask & bit]
         for run in aborted:
             (self.in_progress if run in self.in_progress else self.cdb.tickets).remove(run)
@@ -347,9 +346,11 @@ class HTSModel:
         progress = self._retire_processes(t)
         self._drained = [proc.drained for proc in self.processes]
         room = self._room_at_start()
+        broadcast = self.cdb.broadcast_tags
+        self._released_tags |= broadcast
+        self._released_instances += [(run.task.class_index, run.instance) for run in self.cdb.broadcasting]
         granted = self._complete(t)
-        broadcast = frozenset(run.task.tag for run in granted)
-        progress |= bool(granted) | self._resolve_branches(t)
+        progress |= bool(self.cdb.broadcasting) | bool(granted) | self._resolve_branches(t)
         self.branch_unit.search(t, self.processes, self.tracker, broadcast)
         progress |= self._copy_back(t)
         progress |= self._dispatch(t)
@@ -361,6 +362,7 @@ class HTSModel:
         for proc in self.processes:
             progress |= proc.queue.advance() | proc.queue.fetch(room["fetch"][proc.pid])
         self.decode.settle(t, self.processes)
+        self.cdb.advance()
         self._end_of_cycle(t)
         if self.observer is not None:
             self.observer(CycleView(t, start, copying, stalls, decoded.instruction))

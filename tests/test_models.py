@@ -310,7 +310,8 @@ def test_hazards_order_the_second_task_after_the_first(default_config, second, h
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     _, first_done = dispatch_and_complete(result, 0)
     second_start, _ = dispatch_and_complete(result, 1)
-    assert second_start == first_done + 1, hazard
+    # Granted at first_done, broadcast the cycle after; the waiter dispatches the next.
+    assert second_start == first_done + 2, hazard
 
 
 def test_independent_tasks_overlap(default_config):
@@ -323,13 +324,13 @@ def test_independent_tasks_overlap(default_config):
 
 def test_pipeline_timing_of_one_task(default_config):
     """fetch at 0, in flight at 1, queued at 2, decode at 3, enqueue at 4, issue at 5,
-    dispatch at 6, complete latency later, end."""
+    dispatch at 6, complete latency later, broadcast the cycle after, end the next."""
     program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     cycles = {e.event: e.cycle for e in result.trace.events}
     assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (3, 4, 5, 6)
     assert cycles["complete"] == 6 + 921
-    assert cycles["end"] == cycles["complete"] + 1 and result.cycles == cycles["end"] + 1
+    assert cycles["end"] == cycles["complete"] + 2 and result.cycles == cycles["end"] + 1
 
 
 def test_a_jump_target_decodes_four_cycles_after_the_jump(default_config):
