@@ -118,17 +118,20 @@ class TaskQueue(wiring.Component):
         # read at the front without a clock. The head is a register of its own, so that
         # decode starts from a flip-flop. Meaningful only where valid or counted: no reset
         # (record_register, hdl/primitives.py). ``in_flight``: the block RAM's output holds
-        # a word fetched last cycle.
+        # a word fetched last cycle. A one-word queue still gets two slots: a one-slot ring
+        # is a register loaded from the block RAM's output, which Yosys folds into the
+        # block RAM's output register, and decode's look-ahead would start from there.
+        slots = max(depth, 2)
         head_entry = Signal(self._entry, reset_less=True)
-        front = Signal(bits_for(depth))
-        tail = Signal(bits_for(depth))
+        front = Signal(bits_for(slots))
+        tail = Signal(bits_for(slots))
         queued = Signal(bits_for(depth + 1))
         in_flight = Signal()
         in_flight_pc = Signal.like(self.head_pc)
         arriving = Signal(self._entry)
         m.d.comb += [arriving.pc.eq(in_flight_pc), arriving.word.eq(read.data.word),
                      arriving.target.eq(read.data.target), arriving.before_start.eq(read.data.before_start)]
-        behind, = record_ram(m, "ring", self._entry, depth, tail, in_flight, arriving, [front])
+        behind, = record_ram(m, "ring", self._entry, slots, tail, in_flight, arriving, [front])
         used = self.head_valid + queued + in_flight
         m.d.comb += [
             self.behind_valid.eq(queued != 0),
@@ -162,9 +165,9 @@ class TaskQueue(wiring.Component):
             m.d.sync += [self.head_valid.eq(0), front.eq(0), tail.eq(0), queued.eq(0)]
         with m.Else():
             with m.If(loading):
-                m.d.sync += [head_entry.eq(behind), front.eq(_next_index(front, depth))]
+                m.d.sync += [head_entry.eq(behind), front.eq(_next_index(front, slots))]
             with m.If(in_flight):
-                m.d.sync += tail.eq(_next_index(tail, depth))
+                m.d.sync += tail.eq(_next_index(tail, slots))
             m.d.sync += [self.head_valid.eq(self.head_valid & ~self.pop | self.behind_valid),
                          queued.eq(queued - loading + in_flight)]
         return m
