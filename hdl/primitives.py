@@ -183,6 +183,15 @@ def overlaps(a, b, *, a_end=None, b_end=None) -> Value:
     return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base, a_end)
 
 
+def overlaps_late(a, b, *, b_end) -> Value:
+    """:func:`overlaps` for an ``a`` whose base arrives late (a register file's read)
+    while its block count is early (an immediate): ``b.base < a.base + a.blocks`` is
+    compared as ``b.base − a.blocks < a.base`` (signed), whose subtraction waits for no
+    late input, so the late base meets one comparator per bound and no adder."""
+    before = mutable("overlap_touching_ends", operator.lt, operator.le)
+    return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base - a.blocks, a.base)
+
+
 def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
     """``task``'s reads and writes after this cycle's retarget, and whether one changed.
 

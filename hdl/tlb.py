@@ -22,8 +22,8 @@ from hts.config import SystemConfig, bits_for
 from .interfaces import (HeadSource, region_layout, tlb_checks_layout, tlb_entry_layout, tlb_lookahead_layout,
                          tlb_query_layout, tlb_request_layout)
 from .mutation import mutable
-from .primitives import (encode, entry_of, index_set, lowest_set, oldest, overlaps, record_register, region_end,
-                         select, update_age_matrix, wire, youngest)
+from .primitives import (encode, entry_of, index_set, lowest_set, oldest, overlaps, overlaps_late, record_register,
+                         region_end, select, update_age_matrix, wire, youngest)
 
 __all__ = ["TaskLookupBuffer"]
 
@@ -36,11 +36,11 @@ def _relations_layout(count: int) -> data.StructLayout:
 
 def _relations(query, homes, ends) -> list[Value]:
     """The fields of ``_relations_layout`` for ``query`` against ``homes`` (with their ends)."""
-    read_end, write_end = region_end(query.read), region_end(query.write)
+    # The query's bases come from the GPR read, its block counts from the word.
     return [
-        Cat(*(overlaps(query.read, home, a_end=read_end, b_end=end) for home, end in zip(homes, ends))),
+        Cat(*(overlaps_late(query.read, home, b_end=end) for home, end in zip(homes, ends))),
         Cat(*(home.as_value() == query.read.as_value() for home in homes)),
-        Cat(*(overlaps(query.write, home, a_end=write_end, b_end=end) for home, end in zip(homes, ends))),
+        Cat(*(overlaps_late(query.write, home, b_end=end) for home, end in zip(homes, ends))),
         # A branch reads one block: inside a home, no adder for its end.
         Cat(*((home.base <= query.block) & (query.block < end) for home, end in zip(homes, ends))),
     ]

@@ -7,6 +7,7 @@ with random arrivals and the record RAM with random writes and reads, cycle by c
 
 import itertools
 import random
+from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import Cat, ClockDomain, Module, Signal, Value
@@ -14,8 +15,8 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from rtl_sim import run, seeds
 
-from hts.hdl.primitives import (encode, fewer_than, index_set, lowest_set, oldest, popcount, record_ram, select,
-                                update_age_matrix, wire, youngest)
+from hts.hdl.primitives import (encode, fewer_than, index_set, lowest_set, oldest, overlaps, overlaps_late, popcount,
+                                record_ram, select, update_age_matrix, wire, youngest)
 
 WIDTHS = range(1, 6)
 
@@ -119,6 +120,18 @@ def test_fewer_than_compares_the_number_of_set_bits(width):
     for limit in range(1, width + 2):
         expected = [int(value.bit_count() < limit) for value, in cases]
         assert evaluate(fewer_than(bits, limit), [bits], cases) == expected, f"limit {limit}"
+
+
+def test_overlaps_and_overlaps_late_say_whether_two_regions_share_a_block():
+    """Every pair of regions of 3-bit bases and 2-bit block counts (ends past the base
+    width included), against the blocks they cover."""
+    a, b = (SimpleNamespace(base=Signal(3), blocks=Signal(2)) for _ in range(2))
+    cases = list(itertools.product(range(8), range(4), range(8), range(4)))
+    expected = [int(bool(set(range(base_a, base_a + blocks_a)) & set(range(base_b, base_b + blocks_b))))
+                for base_a, blocks_a, base_b, blocks_b in cases]
+    inputs = [a.base, a.blocks, b.base, b.blocks]
+    assert evaluate(overlaps(a, b), inputs, cases) == expected
+    assert evaluate(overlaps_late(a, b, b_end=b.base + b.blocks), inputs, cases) == expected
 
 
 def random_age_matrix(rng: random.Random, width: int) -> tuple[int, list[int], list[int]]:
