@@ -104,8 +104,9 @@ class AcceleratorShell(wiring.Component):
       its output region. The rest of the task goes to the core with ``start`` only;
     - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
       grant; the core's ``done``;
-    - ``granted`` (in, from the CDB): the done task is broadcast this cycle; the shell is
-      free at the clock edge. Ignored unless ``done``;
+    - ``granted`` (in, from the CDB): the done task is granted this cycle (and broadcast
+      the next); the shell is idle from the clock edge, and the ASR offers the instance
+      again after the broadcast. Ignored unless ``done``;
     - ``abort`` (in, from the squash logic): drop the held task; the core stops at once,
       the shell is free at the clock edge. It does not touch a task accepted in the same
       cycle (the squash removes station tasks before they dispatch);

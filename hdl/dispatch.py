@@ -59,8 +59,9 @@ class DispatchArbiter(wiring.Component):
       instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the granted
       task. The grant does not wait for ``ready``: the station and the ASR commit at the
       same edge, so an instance the ASR reports free must accept. It does: a shell is
-      ready when idle and powered, and it is idle exactly when the ASR says free (both
-      turn busy at the dispatch edge and free at the grant or abort edge). The power
+      ready when idle and powered, and it is idle whenever the ASR says free (both turn
+      busy at the dispatch edge; the shell is free at the grant or abort edge, the ASR
+      at the abort edge or the end of the broadcast, a cycle after the grant). The power
       manager must therefore gate only instances it also keeps from being offered (e.g.
       marked busy); a task delivered to an unpowered shell would be lost, its station
       entry gone and its instance busy forever;

@@ -179,7 +179,7 @@ def overlaps(a, b, *, a_end=None, b_end=None) -> Value:
     """
     a_end = region_end(a) if a_end is None else a_end
     b_end = region_end(b) if b_end is None else b_end
-    before = mutable("overlap_touching_ends", operator.lt, operator.le)
+    before = _before()
     return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base, a_end)
 
 
@@ -188,8 +188,13 @@ def overlaps_late(a, b, *, b_end) -> Value:
     while its block count is early (an immediate): ``b.base < a.base + a.blocks`` is
     compared as ``b.base − a.blocks < a.base`` (signed), whose subtraction waits for no
     late input, so the late base meets one comparator per bound and no adder."""
-    before = mutable("overlap_touching_ends", operator.lt, operator.le)
+    before = _before()
     return (a.blocks != 0) & (b.blocks != 0) & before(a.base, b_end) & before(b.base - a.blocks, a.base)
+
+
+def _before():
+    """The strict ``<`` of both overlap tests (its mutant lets touching regions meet)."""
+    return mutable("overlap_touching_ends", operator.lt, operator.le)
 
 
 def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
