@@ -60,28 +60,31 @@ class LatencyCore(wiring.Component):
         cycles_to_write = writeback_cycles(self._config, self.writes.blocks)
         writeback_from = Signal.like(cycles_to_write)
 
-        # ``done`` (running & remaining == 0) and ``writeback`` (running & remaining ≤
-        # writeback_from) are flip-flops set a cycle ahead, so that the CDB's grant and the
-        # retarget's test of the producer start from registers, not counter compares.
-        done, writeback = Signal(), Signal()
+        # ``done`` (running & remaining == 0) is a flip-flop set a cycle ahead, so that the
+        # CDB's grant starts from a register rather than a counter compare. So is
+        # ``writeback`` (running & remaining ≤ writeback_from) after the first running
+        # cycle, for the retarget's test of the producer; in the first, the registered
+        # output size is compared with the constant start count, which keeps that compare
+        # from the dispatch's delivery.
+        done, later_writeback, first = Signal(), Signal(), Signal()
         start_remaining = latency - mutable("latency_one_late", 1, 0)
         m.d.comb += [
             self.done.eq(done),
-            self.writeback.eq(writeback),
+            self.writeback.eq(running & Mux(first, start_remaining <= writeback_from, later_writeback)),
             self.dma.read.eq(0),
             self.dma.write.eq(0),
         ]
-        m.d.sync += [done.eq(running & (remaining <= 1)), writeback.eq(running & (remaining <= writeback_from + 1))]
+        m.d.sync += [done.eq(running & (remaining <= 1)), first.eq(self.start),
+                     later_writeback.eq(running & (remaining <= writeback_from + 1))]
         with m.If(self.start):
             m.d.sync += [
                 done.eq(latency == 1),
-                writeback.eq(start_remaining <= cycles_to_write),
                 running.eq(1),
                 remaining.eq(start_remaining),
                 writeback_from.eq(cycles_to_write),
             ]
         with m.Elif(self.release):
-            m.d.sync += [running.eq(0), done.eq(0), writeback.eq(0)]
+            m.d.sync += [running.eq(0), done.eq(0)]
         with m.Elif(running & (remaining != 0)):
             m.d.sync += remaining.eq(remaining - 1)
         return m
