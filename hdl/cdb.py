@@ -50,9 +50,9 @@ class CommonDataBus(wiring.Component):
     Output (combinational, on the tickets registered at the start of the cycle and this
     cycle's ``finished``):
 
-    - ``grant`` (out, to the top level, which broadcasts the granted instances' tags and
-      releases them in the ASR and the tracker): one bit per flat instance, the
-      ``cdb_width`` oldest tickets (fewer when fewer are held).
+    - ``grant`` (out, to the shells' ``granted``, the squash's abort decision and the
+      trace): one bit per flat instance, the ``cdb_width`` oldest tickets (fewer when
+      fewer are held).
 
     Outputs (registered: this cycle's grants, broadcast the next cycle):
 
