@@ -60,27 +60,21 @@ class LatencyCore(wiring.Component):
         cycles_to_write = writeback_cycles(self._config, self.writes.blocks)
         writeback_from = Signal.like(cycles_to_write)
 
-        # ``done`` (running & remaining == 0) is a flip-flop set a cycle ahead, so that the
-        # CDB's grant starts from a register rather than a counter compare. So is
-        # ``writeback`` (running & remaining ≤ writeback_from) after the first running
-        # cycle, for the retarget's test of the producer; in the first, the registered
-        # output size is compared with the constant start count, which keeps that compare
-        # from the dispatch's delivery.
-        done, later_writeback, first = Signal(), Signal(), Signal()
-        start_remaining = latency - mutable("latency_one_late", 1, 0)
+        # ``done`` is running & remaining == 0, kept in a flip-flop set a cycle ahead, so
+        # that the CDB's grant starts from a register rather than a counter compare.
+        done = Signal()
         m.d.comb += [
             self.done.eq(done),
-            self.writeback.eq(running & Mux(first, start_remaining <= writeback_from, later_writeback)),
+            self.writeback.eq(running & (remaining <= writeback_from)),
             self.dma.read.eq(0),
             self.dma.write.eq(0),
         ]
-        m.d.sync += [done.eq(running & (remaining <= 1)), first.eq(self.start),
-                     later_writeback.eq(running & (remaining <= writeback_from + 1))]
+        m.d.sync += done.eq(running & (remaining <= 1))
         with m.If(self.start):
             m.d.sync += [
                 done.eq(latency == 1),
                 running.eq(1),
-                remaining.eq(start_remaining),
+                remaining.eq(latency - mutable("latency_one_late", 1, 0)),
                 writeback_from.eq(cycles_to_write),
             ]
         with m.Elif(self.release):
