@@ -22,10 +22,11 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       cannot start processes and YoWASP ships no ABC binary, so Yosys stops with exit status 1
       right after "Running ABC command" (YoWASP/yosys issue #29). The ``abc``
       pass, in contrast, runs the ABC linked into Yosys. So :func:`yosys_script` runs
-      ``synth_ecp5`` up to its ``map_luts`` stage, maps LUTs itself with ``abc -lut 4:7
-      -dress`` (the mapping ``synth_ecp5`` used before ABC9 became its default: LUT4s, and
-      LUT5-7 as LUT4s joined by PFUMX/L6MUX21), then runs ``synth_ecp5`` on from
-      ``map_cells``. The netlist is made of the same ECP5 cells as in the normal flow.
+      ``synth_ecp5`` up to its ``map_luts`` stage, maps LUTs itself with ``abc -lut 4:5
+      -dress`` (LUT4s, and LUT5s as two LUT4s joined by a slice's PFUMX), then runs
+      ``synth_ecp5`` on from ``map_cells``. The netlist is made of the same ECP5 cells as in
+      the normal flow. ``synth_ecp5`` mapped up to LUT7s before ABC9 (``-lut 4:7``); on
+      this design that took a quarter more LUT4 sites for no clock (docs/results.md).
     * Resources come from ``stat -json`` of the block alone. Fmax comes from nextpnr's
       ``--report`` for the block placed and routed out of context inside :class:`RegisteredPorts`,
       a harness that puts a register on every port: out of context, nextpnr times only paths
@@ -240,8 +241,10 @@ TARGETS = {
 LUT_RAM_SITES = 6
 
 # LUT mapping in place of synth_ecp5's map_luts stage (abc9, which cannot run under WASI):
-# the same latch check and mapping, then the classic in-process ABC LUT mapping.
-_MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v", "abc -lut 4:7 -dress", "clean")
+# the same latch check, then the classic in-process ABC LUT mapping. LUT5 at most: the
+# LUT6 and LUT7 of "-lut 4:7" (four and eight LUT4s behind L6MUX21s) cost area and bought
+# no clock on the scheduler (docs/results.md, "The whole scheduler").
+_MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v", "abc -lut 4:5 -dress", "clean")
 
 
 def _synthesis_commands(target: Target, top: str, flatten: bool) -> list[str]:
