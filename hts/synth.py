@@ -26,7 +26,7 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       -dress`` (LUT4s, and LUT5s as two LUT4s joined by a slice's PFUMX), then runs
       ``synth_ecp5`` on from ``map_cells``. The netlist is made of the same ECP5 cells as in
       the normal flow. ``synth_ecp5`` mapped up to LUT7s before ABC9 (``-lut 4:7``); on
-      this design that took a quarter more LUT4 sites for no clock (docs/results.md).
+      this design that took more LUT4 sites for no clock (docs/results.md).
     * Resources come from ``stat -json`` of the block alone. Fmax comes from nextpnr's
       ``--report`` for the block placed and routed out of context inside :class:`RegisteredPorts`,
       a harness that puts a register on every port: out of context, nextpnr times only paths
@@ -241,9 +241,8 @@ TARGETS = {
 LUT_RAM_SITES = 6
 
 # LUT mapping in place of synth_ecp5's map_luts stage (abc9, which cannot run under WASI):
-# the same latch check, then the classic in-process ABC LUT mapping. LUT5 at most: the
-# LUT6 and LUT7 of "-lut 4:7" (four and eight LUT4s behind L6MUX21s) cost area and bought
-# no clock on the scheduler (docs/results.md, "The whole scheduler").
+# the same latch check, then the classic in-process ABC LUT mapping, to LUT5 at most (a
+# LUT6 or LUT7 is four or eight LUT4s, which ABC counts as one level).
 _MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v", "abc -lut 4:5 -dress", "clean")
 
 
