@@ -16,7 +16,8 @@ plain values, hands them over, and writes back what it answers. It keeps
   the cycle model assumes; ``rtl_dma_latency`` for RTL cores) with the memory as it
   stands at the start of that cycle; a write is stored in its cycle;
 - the **accelerators**: at a CDB grant, the numpy function of the granted task's class
-  (``hts.models.dsp``) runs on the memory at the regions its instance holds (RTL cores
+  (``hts.models.dsp``) runs on the memory at the regions its instance holds, with the
+  metadata its core was given the cycle after the task (RTL cores
   move their own data: nothing runs for them). With a device ``timing``, a Python core
   stands behind every other instance: a task it accepts in cycle ``c`` raises ``done``
   from ``c + cycles`` on and ``writeback`` over the last write-back cycles (as
@@ -148,16 +149,17 @@ class Environment:
             self._answered_at = cycle
         return drive
 
-    def grant(self, grants: int, writes: Sequence = ()) -> dict[int, int]:
+    def grant(self, grants: int, writes: Sequence = (), records: Sequence = ()) -> dict[int, int]:
         """The CDB grants of the cycle (``writes``: the output region each flat instance's
-        shell holds, retargets applied, read only with ``grants``): their functions run on
-        the tasks they started, as the model's ``_complete``. Returns the branch-read
-        answers due in the cycle, lane -> word, which see those completions."""
+        shell holds, retargets applied; ``records``: the task ID and metadata its core was
+        given; both read only with ``grants``): their functions run on the tasks they
+        started, as the model's ``_complete``. Returns the branch-read answers due in the
+        cycle, lane -> word, which see those completions."""
         for flat in range(len(writes)) if grants else ():
             if grants >> flat & 1 and flat not in self._rtl:
                 task, output = self._tasks[flat], writes[flat]
                 self._functions.run(self.memory, self._accel_ids[task.accel_class], task.reads.base,
-                                    task.reads.blocks, output.base, output.blocks, task.metadata)
+                                    task.reads.blocks, output.base, output.blocks, records[flat].metadata)
         answers = {}
         for lane, (due, block) in list(self._lanes.items()):
             if due == self._cycle:

@@ -47,8 +47,8 @@ from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
 from hts.config import SystemConfig
-from hts.hdl.interfaces import (branch_read_signature, cpu_signature, instance_numbering, region_layout, task_layout,
-                                trace_layout)
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, delivered_task_layout, instance_numbering,
+                                region_layout, task_record_layout, trace_layout)
 from hts.hdl.trace import TraceReader, canonical
 from hts.isa import REGISTER_BITS
 from hts.models.coverage import StateCoverage, trace_coverage
@@ -91,7 +91,8 @@ class TB:
         self.control = ControlPort(dut) if axi else None
         self.fault_port = "fault" if axi else "cpu__fault"
         instances = len(instance_numbering(config))
-        self.read_tasks = view_reader(data.ArrayLayout(task_layout(config), instances))
+        self.read_tasks = view_reader(data.ArrayLayout(delivered_task_layout(config), instances))
+        self.read_records = view_reader(data.ArrayLayout(task_record_layout(config), instances))
         self.read_writes = view_reader(data.ArrayLayout(region_layout(config), instances))
         self.read_trace = view_reader(trace_layout(config))
         cpu = cpu_signature(config).members
@@ -187,7 +188,8 @@ class TB:
                 # Grants read after the rising edge would be the next cycle's: say so, not a mismatch.
                 raise RuntimeError(f"cycle {cycle}: the second ReadWrite phase fell in a later time step")
             grants = int(dut.grant.value)
-            answers = env.grant(grants, self.read_writes(int(dut.core_writes.value)) if grants else ())
+            answers = env.grant(grants, self.read_writes(int(dut.core_writes.value)) if grants else (),
+                                self.read_records(int(dut.core_record.value)) if grants else ())
             for lane, word in answers.items():
                 read_data = _set_lane(read_data, lane, word)
             if answers:

@@ -13,7 +13,7 @@ cocotb drives) and compiles both with Verilator, once per configuration.
 
 import re
 
-from amaranth.hdl import Cat, Module, Mux
+from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,11 +25,12 @@ from hts.hdl.control import ADDR_BITS
 from hts.hdl.hls import vector_add_core
 from hts.hdl.hts import HTS
 from hts.hdl.interfaces import (branch_read_signature, core_signature, cpu_signature, dma_signature, fault_layout,
-                                instance_numbering, region_layout, task_layout, trace_layout)
+                                delivered_task_layout, instance_numbering, region_layout, task_record_layout,
+                                trace_layout)
 from hts.hdl.trace import any_event
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "RTL_CORES", "ports",
-           "clocked_wrapper", "rtl_instances"]
+           "clocked_wrapper", "rtl_instances", "given_record"]
 
 TOPLEVEL = "hts_cosim"
 CLOCKED = "hts_cosim_clocked"
@@ -49,6 +50,17 @@ def rtl_instances(config: SystemConfig, rtl_classes: tuple[str, ...]) -> list[in
                              f"{', '.join(RTL_CORES)} only)")
     return [flat for flat, (class_index, _) in enumerate(instance_numbering(config))
             if config.accelerators[class_index].name in rtl_classes]
+
+
+def given_record(m: Module, start, record, name: str):
+    """The task record (task ID, metadata) a core was given: ``record`` in the cycle after
+    ``start``, kept from then on, so that a bench reads it at the task's grant."""
+    arrives = Signal(name=f"{name}_arrives")
+    kept = Signal.like(record, name=f"{name}_kept")
+    m.d.sync += arrives.eq(start)
+    with m.If(arrives):
+        m.d.sync += kept.eq(record)
+    return Mux(arrives, record, kept)
 
 
 class ExternalCore(wiring.Component):
@@ -91,6 +103,8 @@ class CosimTop(wiring.Component):
     - ``core_start`` (out): the instance accepts a task this cycle;
     - ``core_release`` (out): its task leaves this cycle (CDB grant or abort);
     - ``core_task`` (out): the task it accepts (meaningful with ``core_start``);
+    - ``core_record`` (out): the task ID and metadata of the task it holds, from the
+      cycle after ``core_start`` (when the core gets them) until its next start;
     - ``core_writes`` (out): the output region its shell holds, with retargets applied:
       where the accelerator writes at its grant;
     - ``core_done``, ``core_writeback`` (in, from the testbench): the core's status, as
@@ -118,7 +132,8 @@ class CosimTop(wiring.Component):
             "events": Out(trace_layout(config)),
             "core_start": Out(instances),
             "core_release": Out(instances),
-            "core_task": Out(data.ArrayLayout(task_layout(config), instances)),
+            "core_task": Out(data.ArrayLayout(delivered_task_layout(config), instances)),
+            "core_record": Out(data.ArrayLayout(task_record_layout(config), instances)),
             "core_writes": Out(data.ArrayLayout(region_layout(config), instances)),
             "core_done": In(instances),
             "core_writeback": In(instances),
@@ -164,7 +179,8 @@ class CosimTop(wiring.Component):
             self.copying.eq(scheduler.copy_back.copying),
         ]
         for flat, core in enumerate(cores):
-            m.d.comb += [self.core_task[flat].eq(core.task), self.core_writes[flat].eq(core.writes)]
+            m.d.comb += [self.core_task[flat].eq(core.task), self.core_writes[flat].eq(core.writes),
+                         self.core_record[flat].eq(given_record(m, core.start, core.record, f"core_{flat}"))]
             if flat not in self._rtl:
                 m.d.comb += [core.done.eq(self.core_done[flat]), core.writeback.eq(self.core_writeback[flat])]
         m.d.sync += self.cycle.eq(Mux(cpu.start.any(), 0, self.cycle + 1))

@@ -19,7 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import core_signature, dma_signature, held_task_layout, retarget_layout, task_layout
+from .interfaces import (core_signature, delivered_task_layout, dma_signature, held_task_layout, retarget_layout,
+                         task_record_layout)
 from .mutation import mutable
 from .primitives import record_register
 
@@ -89,10 +90,13 @@ class AcceleratorShell(wiring.Component):
 
     Task delivery and status:
 
-    - ``task`` (in, stream of ``task_layout``, from the dispatch arbiter): the task with
-      its physical (remapped) regions, metadata, tag, pid and pc. ``ready`` is high when
+    - ``task`` (in, stream of ``delivered_task_layout``, from the dispatch arbiter): the
+      task with its physical (remapped) regions, tag, pid and pc. ``ready`` is high when
       the shell is idle and powered; a handshake in cycle *t* makes the shell busy from
       *t + 1*;
+    - ``record`` (in, from the dispatch arbiter's ``deliver_record``): the task ID and
+      metadata of the task accepted last cycle, passed to the core (meaningless in other
+      cycles);
     - ``busy`` (out, to the top level): a task is held, from the cycle after acceptance
       until the cycle of its grant or abort included;
     - ``current`` (out, to the top level and the squash logic, ``held_task_layout``): what
@@ -134,7 +138,8 @@ class AcceleratorShell(wiring.Component):
     def __init__(self, config: SystemConfig, core: wiring.Component):
         self._core = core
         super().__init__({
-            "task": In(stream.Signature(task_layout(config))),
+            "task": In(stream.Signature(delivered_task_layout(config))),
+            "record": In(task_record_layout(config)),
             "busy": Out(1),
             "current": Out(held_task_layout(config)),
             "done": Out(1),
@@ -164,6 +169,7 @@ class AcceleratorShell(wiring.Component):
             self.retarget_refused.eq(self.retarget.valid & ~retargetable),
             core.start.eq(accepting),
             core.task.eq(self.task.payload),
+            core.record.eq(self.record),
             core.writes.eq(Mux(accepting, self.task.payload.writes, self.current.writes)),
             core.release.eq(leaving),
         ]

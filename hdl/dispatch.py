@@ -13,8 +13,10 @@ offers carry distinct tags of tasks in flight, whose ages the matrix orders tota
 
 Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
 offer's record and the tracker entry of its tag (regions, pid and pc from the tracker's
-flip-flops, task ID and metadata read from its distributed RAM by tag), which together
-are the whole task the shell receives: ``dispatch_width`` tag look-ups per cycle rather
+flip-flops), which together are the task the shell receives; the task's record (task
+ID, metadata) follows the cycle after, read from the tracker's distributed RAM by the
+tag registered at the grant, so that the RAM's read is not behind the pick
+(docs/hardware.md, "Timing"). That is ``dispatch_width`` tag look-ups per cycle rather
 than the whole task kept in every station entry (hdl/interfaces.py).
 """
 
@@ -24,8 +26,8 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import (dispatch_trace_layout, instance_numbering, occupy_layout, queued_task_layout,
-                         record_read_signature, task_layout, tracker_register_layout)
+from .interfaces import (delivered_task_layout, dispatch_trace_layout, instance_numbering, occupy_layout,
+                         queued_task_layout, record_read_signature, task_record_layout, tracker_register_layout)
 from .mutation import mutable
 from .primitives import encode, entry_at, entry_of, index_set, oldest, popcount, select, whole_task, youngest
 
@@ -42,7 +44,8 @@ class DispatchArbiter(wiring.Component):
     - ``tasks`` (in, from the memory tracker): its entries, by tag: the regions, pid and
       pc of every task in flight;
     - ``record_reads`` (out, to the memory tracker, :func:`~hts.hdl.interfaces.record_read_signature`):
-      per slot, the tag granted in it, and that tag's task ID and metadata back;
+      per slot, the tag granted in it last cycle (registered), and that tag's task ID
+      and metadata back;
     - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
       is free, and the lowest free one (numbered within the class);
     - ``older`` (in, from the memory tracker): its age matrix; ``older[j]`` bit ``i`` is
@@ -51,13 +54,13 @@ class DispatchArbiter(wiring.Component):
       used, and those tags are in flight, so stale bits of free tags do not matter (and
       the tracker's ``valid`` is not needed).
 
-    Outputs (combinational; what they drive lands at the clock edge):
+    Outputs (combinational but ``deliver_record``; what they drive lands at the clock edge):
 
     - ``take`` (out, to the stations): per class, the offer is granted and leaves;
     - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
-    - ``deliver`` (out, to the accelerator shells): one ``task_layout`` stream per flat
-      instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the granted
-      task. The grant does not wait for ``ready``: the station and the ASR commit at the
+    - ``deliver`` (out, to the accelerator shells): one ``delivered_task_layout`` stream
+      per flat instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the
+      granted task. The grant does not wait for ``ready``: the station and the ASR commit at the
       same edge, so an instance the ASR reports free must accept. It does: a shell is
       ready when idle and powered, and it is idle whenever the ASR says free (both turn
       busy at the dispatch edge; the shell is free at the grant or abort edge, the ASR
@@ -68,13 +71,16 @@ class DispatchArbiter(wiring.Component):
     - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
       of rank ``k`` (``valid``, ``instance`` within the class, ``task``), so the slots in
       order are the model's ``dispatch`` events in order. Valid slots fill from slot 0.
-      A shell's ``deliver`` payload is the ``task`` of its grant's slot.
+      A shell's ``deliver`` payload is the ``task`` of its grant's slot;
+    - ``deliver_record`` (out, to the accelerator shells): per flat instance, the task
+      ID and metadata of the task delivered to it last cycle: the record read of its
+      grant's slot, from the tag registered at the grant. Meaningless in other cycles.
     """
 
     def __init__(self, config: SystemConfig):
         self._config = config
-        hts, task = config.hts, task_layout(config)
-        classes = len(config.accelerators)
+        hts, task = config.hts, delivered_task_layout(config)
+        classes, instances = len(config.accelerators), len(instance_numbering(config))
         super().__init__({
             "offer_valid": In(classes),
             "offer_task": In(data.ArrayLayout(queued_task_layout(config), classes)),
@@ -85,7 +91,8 @@ class DispatchArbiter(wiring.Component):
             "older": In(data.ArrayLayout(hts.tracker_entries, hts.tracker_entries)),
             "take": Out(classes),
             "occupy": Out(data.ArrayLayout(occupy_layout(config), classes)),
-            "deliver": Out(stream.Signature(task)).array(len(instance_numbering(config))),
+            "deliver": Out(stream.Signature(task)).array(instances),
+            "deliver_record": Out(data.ArrayLayout(task_record_layout(config), instances)),
             "trace": Out(data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width)),
         })
 
@@ -131,7 +138,7 @@ class DispatchArbiter(wiring.Component):
         # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
         # record, then its tag's tracker entry. With one way the granted tag is ``first``,
         # already one-hot: its ranges are an AND-OR on it, not a look-up behind the grant,
-        # and its record's RAM address is its encoding.
+        # and its record's RAM address (read next cycle) is its encoding.
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
@@ -140,11 +147,11 @@ class DispatchArbiter(wiring.Component):
                 queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(select(in_slot, self.free_instance)),
-                record.tag.eq(encode(first) if width == 1 else queued.tag),
                 *whole_task(event.task, queued,
-                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag),
-                            record.record),
+                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag)),
             ]
+            m.d.sync += record.tag.eq(encode(first) if width == 1 else queued.tag)
+        self._deliver_records(m, ranks)
 
         for flat, (c, instance) in enumerate(instance_numbering(config)):
             port = self.deliver[flat]
@@ -154,3 +161,12 @@ class DispatchArbiter(wiring.Component):
             else:
                 m.d.comb += port.payload.eq(Array(event.task for event in self.trace)[ranks[c]])
         return m
+
+    def _deliver_records(self, m: Module, ranks: list):
+        """Each instance's record: its class's grant slot of last cycle, registered with the tag."""
+        records = [read.record for read in self.record_reads]
+        slots = [Signal.like(rank, name=f"last_slot_{c}") for c, rank in enumerate(ranks)]
+        if len(records) > 1:
+            m.d.sync += [slot.eq(rank) for slot, rank in zip(slots, ranks)]
+        for flat, (c, _) in enumerate(instance_numbering(self._config)):
+            m.d.comb += self.deliver_record[flat].eq(Array(records)[slots[c]] if len(records) > 1 else records[0])

@@ -80,12 +80,15 @@ class ApCtrlCore(wiring.Component):
     Ports (all of :func:`~hts.hdl.interfaces.core_signature`; driven by the shell unless
     marked out):
 
-    - ``start`` (in): drives the kernel's ``ap_start`` combinationally in the start
-      cycle; ``ap_start`` stays high (registered ``launched`` low) until ``ap_ready``;
+    - ``start`` (in): the kernel's ``ap_start`` rises the cycle after (registered
+      ``running``), when the task's metadata arrives, and stays high (registered
+      ``launched`` low) until ``ap_ready``. A kernel may read its arguments from its
+      ``ap_start`` cycle on, so it waits for the last of them;
     - ``task`` (in, meaningful in the start cycle): the kernel's scalars
-      ``in_addr``/``in_words`` from its input region (blocks shifted to words) and
-      ``meta`` from its metadata, combinationally in the start cycle and registered for
-      the rest of the run;
+      ``in_addr``/``in_words`` from its input region (blocks shifted to words),
+      registered for the run;
+    - ``record`` (in, meaningful the cycle after start): the kernel's ``meta`` from the
+      task's metadata, combinationally in that cycle and registered for the rest of the run;
     - ``writes`` (in): ``out_words`` from its size; ``out_addr`` is the output base of the
       start cycle, registered: it stays put when the shell retargets the task;
     - ``release`` (in): drives the kernel's ``ap_rst`` (combinational), so the kernel is
@@ -121,7 +124,9 @@ class ApCtrlCore(wiring.Component):
         m.submodules.kernel = kernel = self._kernel
 
         running, launched, finished, wrote = Signal(), Signal(), Signal(), Signal()
+        record_arrives = Signal()
         out_addr = Signal(word_address_width(self._config))
+        m.d.sync += record_arrives.eq(self.start)
         with m.If(self.start):
             m.d.sync += [running.eq(1), out_addr.eq(self.writes.base << shift)]
         with m.If(kernel.ap_start & kernel.ap_ready):
@@ -133,20 +138,20 @@ class ApCtrlCore(wiring.Component):
         with m.If(self.release):
             m.d.sync += [running.eq(0), launched.eq(0), finished.eq(0), wrote.eq(0)]
 
-        # The input arguments stay as given for the whole run (``task`` holds them only
-        # in the start cycle): the adapter keeps them, as ``ap_none`` arguments must be.
-        for name, value in (("in_addr", self.task.reads.base << shift),
-                            ("in_words", self.task.reads.blocks << shift),
-                            ("meta", self.task.metadata)):
+        # The input arguments stay as given for the whole run (``task`` and ``record``
+        # hold them for a cycle): the adapter keeps them, as ``ap_none`` arguments must be.
+        for name, value, given in (("in_addr", self.task.reads.base << shift, self.start),
+                                   ("in_words", self.task.reads.blocks << shift, self.start),
+                                   ("meta", self.record.metadata, record_arrives)):
             port = getattr(kernel, name)
             kept = Signal.like(port, name=f"kept_{name}")
-            with m.If(self.start):
+            with m.If(given):
                 m.d.sync += kept.eq(value)
-            m.d.comb += port.eq(Mux(self.start, value, kept))
+            m.d.comb += port.eq(Mux(given, value, kept))
         m.d.comb += [
             kernel.ap_rst.eq(self.release),
-            kernel.ap_start.eq((self.start | running) & ~launched),
-            kernel.out_addr.eq(Mux(self.start, self.writes.base << shift, out_addr)),
+            kernel.ap_start.eq(running & ~launched),
+            kernel.out_addr.eq(out_addr),
             kernel.out_words.eq(self.writes.blocks << shift),
             self.done.eq(kernel.ap_done | finished),
             self.writeback.eq(self.dma.write | wrote),

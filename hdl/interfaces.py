@@ -18,7 +18,7 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
            "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
-           "queued_task_layout", "task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
+           "queued_task_layout", "task_layout", "delivered_task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
            "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout",
            "tlb_checks_layout",
@@ -137,8 +137,8 @@ def queued_task_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def task_layout(config: SystemConfig) -> data.StructLayout:
-    """A whole task, as the dispatch arbiter delivers it to an accelerator shell and the
-    trace shows it: the fields of a queued task and of its tag's tracker entry. ``reads``
+    """A whole task, as decode plans it and the enqueue stage holds it: the fields of a
+    queued task and of its tag's tracker entry. ``reads``
     and ``writes`` are physical (TM when remapped). The fields are listed here rather
     than concatenated from the two layouts: their order is the bit order of every port
     that carries a task, and the synthesis results in docs/results.md were measured with
@@ -158,12 +158,22 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
     })
 
 
+def delivered_task_layout(config: SystemConfig) -> data.StructLayout:
+    """A task as the dispatch arbiter delivers it to an accelerator shell in its grant's
+    cycle, and as the trace shows it: the whole task but its record (task ID, metadata),
+    which follows the cycle after, read from the tracker's RAM by the registered tag
+    (docs/hardware.md, "Timing")."""
+    record = task_record_layout(config).members
+    return data.StructLayout({name: shape for name, shape in task_layout(config).members.items()
+                              if name not in record})
+
+
 def held_task_layout(config: SystemConfig) -> data.StructLayout:
     """What an accelerator shell holds of its task while it runs: what the scheduler reads
     back (the tag for the broadcast, the mask for the squash, pid and pc for the trace)
     and the output region, which a retarget may change. The rest of the task (its input
-    region, metadata, task ID and class) reaches the core with ``start``; a core keeps
-    what it needs of it."""
+    region and class with ``start``, its task ID and metadata the cycle after) reaches
+    the core; a core keeps what it needs of it."""
     task = task_layout(config).members
     return data.StructLayout({name: task[name] for name in ("tag", "pid", "pc", "mask", "writes")})
 
@@ -314,8 +324,11 @@ def dma_signature(config: SystemConfig) -> wiring.Signature:
 def core_signature(config: SystemConfig) -> wiring.Signature:
     """What a core offers its shell, as seen from the core.
 
-    - ``start`` (in): a task is accepted this cycle; ``task`` carries it, and means
-      nothing in other cycles (the core keeps what it needs of it);
+    - ``start`` (in): a task is accepted this cycle; ``task`` carries it but its record,
+      and means nothing in other cycles (the core keeps what it needs of it);
+    - ``record`` (in): the accepted task's task ID and metadata, in the cycle after
+      ``start`` only (the dispatch arbiter reads them from the tracker's RAM by the tag it
+      registered at the grant). A core that needs them to start waits that cycle;
     - ``writes`` (in): the output region of the task, the accepted one's while ``start``
       and the shell's held one's after it. Its base may change (retarget) until
       ``writeback`` rises, and not after;
@@ -328,7 +341,8 @@ def core_signature(config: SystemConfig) -> wiring.Signature:
     """
     return wiring.Signature({
         "start": In(1),
-        "task": In(task_layout(config)),
+        "task": In(delivered_task_layout(config)),
+        "record": In(task_record_layout(config)),
         "writes": In(region_layout(config)),
         "release": In(1),
         "done": Out(1),
@@ -415,8 +429,8 @@ def retarget_trace_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def dispatch_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """One ``dispatch`` event: the task (its class is ``task.accel_class``) and its instance."""
-    return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": task_layout(config)})
+    """One ``dispatch`` event: the task as delivered (its class is ``task.accel_class``) and its instance."""
+    return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": delivered_task_layout(config)})
 
 
 def _held_layout(config: SystemConfig) -> data.StructLayout:

@@ -62,7 +62,8 @@ class VectorAddCoreLatency:
     """Cycles of the RTL vector-add core (``hts.hdl.hls.vector_add_core``), from start to done.
 
     Exact for a memory that is always ready and answers each read ``dma_latency`` cycles
-    after accepting it, as the co-simulation testbench serves the core. The kernel reads
+    after accepting it, as the co-simulation testbench serves the core. The kernel starts
+    the cycle after the task, when the task's metadata arrives (``ApCtrlCore``). It reads
     the beats of ``a`` and ``b`` it needs (none wholly past the input region), waits for
     the last answer, spends a cycle reading its buffer, writes every output beat and is
     done the cycle after: so its write-back is the last ``ceil(out_words / W)`` cycles
@@ -80,7 +81,7 @@ class VectorAddCoreLatency:
         reads = _beats(min(results, in_words), self.words_per_beat) + \
             _beats(min(results, in_words - length), self.words_per_beat)
         waiting = reads + self.dma_latency if reads else 1
-        return waiting + _beats(out_words, self.words_per_beat) + 2
+        return 1 + waiting + _beats(out_words, self.words_per_beat) + 2
 
 
 @dataclass(frozen=True)

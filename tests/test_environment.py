@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from hts.cosim.environment import COPYBACK_HOME, COPYBACK_TM, Drive, Environment, Outputs, rtl_dma_port
+from hts.models import dsp
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.copy_back import transfer_cycles
 from hts.models.memory import Memory, read_beat
@@ -25,18 +26,23 @@ def _memory(config) -> Memory:
 
 
 def _cycle(env: Environment, cycle: int, outputs: Outputs | None = None, grants: int = 0,
-           writes=()) -> tuple[Drive, dict[int, int], bool]:
+           writes=(), records=()) -> tuple[Drive, dict[int, int], bool]:
     """One cycle as a bench runs it: its inputs, its branch-read answers, whether the run is over."""
     drive = env.begin(cycle)
-    answers = env.grant(grants, writes)
+    answers = env.grant(grants, writes, records)
     return drive, answers, env.observe(outputs or Outputs())
 
 
 def _task(config, name: str, reads: tuple[int, int], writes: tuple[int, int]):
     index = next(i for i, accel in enumerate(config.accelerators) if accel.name == name)
-    return SimpleNamespace(accel_class=index, pid=0, pc=0, metadata=0,
+    return SimpleNamespace(accel_class=index, pid=0, pc=0,
                            reads=SimpleNamespace(base=reads[0], blocks=reads[1]),
                            writes=SimpleNamespace(base=writes[0], blocks=writes[1]))
+
+
+def _record(metadata: int = 0):
+    """A task's record (task ID, metadata), as its core gets it the cycle after the task."""
+    return SimpleNamespace(task_id=0, metadata=metadata)
 
 
 def test_a_branch_read_is_answered_exactly_memory_latency_cycles_later_with_the_word_then(tiny_config):
@@ -65,7 +71,7 @@ def test_a_branch_read_sees_the_completion_granted_in_its_due_cycle(tiny_config)
     due = tiny_config.timing.memory_latency
     for cycle in range(1, due):
         _cycle(env, cycle)
-    assert _cycle(env, due, grants=0b1, writes=[task.writes])[1] == {0: expected.first_word(40)}
+    assert _cycle(env, due, grants=0b1, writes=[task.writes], records=[_record()])[1] == {0: expected.first_word(40)}
 
 
 def test_a_bench_skipping_the_cycle_of_an_answer_is_told(tiny_config):
@@ -110,24 +116,29 @@ def test_a_completion_at_the_grant_writes_the_task_output_and_an_rtl_core_does_i
     before = memory.copy()
     assert not np.array_equal(expected.read(40, 1), before.read(40, 1))
     _cycle(env, 0, Outputs(started=0b11, tasks=[python, rtl]))
-    _cycle(env, 1, grants=0b00, writes=[python.writes, rtl.writes])
+    _cycle(env, 1, grants=0b00, writes=[python.writes, rtl.writes], records=[_record(), _record()])
     assert np.array_equal(memory.words, before.words)       # no grant, no function
-    _cycle(env, 2, grants=0b11, writes=[python.writes, rtl.writes])
+    _cycle(env, 2, grants=0b11, writes=[python.writes, rtl.writes], records=[_record(), _record()])
     assert np.array_equal(memory.read(40, 1), expected.read(40, 1))
     assert np.array_equal(memory.read(41, 1), before.read(41, 1))
 
 
 def test_a_completion_writes_where_the_shell_holds_the_output_at_the_grant(tiny_config):
-    """The task comes at its start; its output region at the grant, retargets applied."""
+    """The task comes at its start; its output region at the grant, retargets applied, and
+    its metadata from the record its core was given."""
     memory = _memory(tiny_config)
     env = Environment(tiny_config, memory, [PROGRAM], cycle_limit=1000)
     started = _task(tiny_config, "vector_add", (0, 2), (40, 1))
-    expected = memory.copy()
-    AcceleratorFunctions(tiny_config).run(expected, tiny_config.accelerators[started.accel_class].id, 0, 2, 44, 1, 0)
+    metadata = dsp.SCALE.encode(1)
+    expected, unscaled = memory.copy(), memory.copy()
+    for copy, meta in ((expected, metadata), (unscaled, 0)):
+        AcceleratorFunctions(tiny_config).run(copy, tiny_config.accelerators[started.accel_class].id, 0, 2, 44, 1,
+                                              meta)
     before = memory.copy()
     assert not np.array_equal(expected.read(44, 1), before.read(44, 1))
+    assert not np.array_equal(expected.read(44, 1), unscaled.read(44, 1))
     _cycle(env, 0, Outputs(started=0b1, tasks=[started]))
-    _cycle(env, 1, grants=0b1, writes=[SimpleNamespace(base=44, blocks=1)])
+    _cycle(env, 1, grants=0b1, writes=[SimpleNamespace(base=44, blocks=1)], records=[_record(metadata)])
     assert np.array_equal(memory.read(44, 1), expected.read(44, 1))
     assert np.array_equal(memory.read(40, 1), before.read(40, 1))
 

@@ -23,8 +23,8 @@ from hts.models.window import DecodedTask, DispatchWindow
 
 __all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
            "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record", "task_record_value",
-           "tracker_register_record", "tracker_entry_record",
-           "whole_record_fields", "whole_task_fields", "whole_task_record"]
+           "tracker_register_record",
+           "delivered_record_fields", "delivered_task_fields", "delivered_task_record"]
 
 CONFIGS = ["default", "tiny", "wide", "wide3"]
 WIDE = {"wide": (2, 6), "wide3": (3, 5)}     # (dispatch ways, window entries) on the default
@@ -146,27 +146,20 @@ def task_record_value(task: DecodedTask) -> dict:
     return {"task_id": task.task_id, "metadata": task.metadata}
 
 
-def tracker_entry_record(task: DecodedTask) -> dict:
-    """The rest of a model task, as the ``tracker_entry_layout`` record of its tag."""
-    return {**tracker_register_record(task), **task_record_value(task)}
+def delivered_task_record(task: DecodedTask) -> dict:
+    """A model task as a ``delivered_task_layout`` record (as the arbiter delivers it to a shell)."""
+    return {**task_record(task), **tracker_register_record(task)}
 
 
-def whole_task_record(task: DecodedTask) -> dict:
-    """A model task as a ``task_layout`` record (as the arbiter delivers it to a shell)."""
-    return {**task_record(task), **tracker_entry_record(task)}
+def delivered_task_fields(task: DecodedTask) -> dict:
+    """What a model task holds that a ``delivered_task_layout`` record holds too."""
+    return {**task_fields(task), "pid": task.pid, "pc": task.pc, "reads": task.reads, "writes": task.writes}
 
 
-def whole_task_fields(task: DecodedTask) -> dict:
-    """What a model task holds that a ``task_layout`` record holds too."""
-    return {**task_fields(task), "pid": task.pid, "pc": task.pc, "task_id": task.task_id,
-            "reads": task.reads, "writes": task.writes, "metadata": task.metadata}
-
-
-def whole_record_fields(record) -> dict:
-    """A ``task_layout`` record read from the simulator, in the form of ``whole_task_fields``."""
-    return {**record_fields(record), "pid": record.pid, "pc": record.pc, "task_id": record.task_id,
-            "reads": (record.reads.base, record.reads.blocks), "writes": (record.writes.base, record.writes.blocks),
-            "metadata": record.metadata}
+def delivered_record_fields(record) -> dict:
+    """A ``delivered_task_layout`` record read from the simulator, in the form of ``delivered_task_fields``."""
+    return {**record_fields(record), "pid": record.pid, "pc": record.pc,
+            "reads": (record.reads.base, record.reads.blocks), "writes": (record.writes.base, record.writes.blocks)}
 
 
 def drive_end_of_cycle(ctx, dut, next_squash: int, confirm: int, released: set[int]):

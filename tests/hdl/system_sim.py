@@ -27,9 +27,11 @@ from rtl_sim import run
 
 from hts.cosim.environment import COPYBACK_HOME, COPYBACK_TM, Environment, Outputs
 from hts.cosim.scoreboard import first_difference
+from hts.cosim.top import given_record
 from hts.hdl.hts import HTS
-from hts.hdl.interfaces import (branch_read_signature, cpu_signature, dma_signature, instance_numbering, region_layout,
-                                task_layout, trace_layout, word_address_width)
+from hts.hdl.interfaces import (branch_read_signature, cpu_signature, delivered_task_layout, dma_signature,
+                                instance_numbering, region_layout, task_record_layout, trace_layout,
+                                word_address_width)
 from hts.hdl.trace import TraceReader, any_event, canonical
 from hts.models.memory import Memory
 
@@ -54,8 +56,9 @@ def _seen_layout(config) -> data.StructLayout:
         "home_wdata": dma_signature(config).members["wdata"].shape,
         "grant": instances,
         "started": instances,
-        "accepted": data.ArrayLayout(task_layout(config), instances),
+        "accepted": data.ArrayLayout(delivered_task_layout(config), instances),
         "writes": data.ArrayLayout(region_layout(config), instances),
+        "records": data.ArrayLayout(task_record_layout(config), instances),
     })
 
 
@@ -66,7 +69,9 @@ class Harness(Elaboratable):
     testbench sleeps through cycles without ``wake`` and reads the cycle that woke it
     there. (Sampling the ports at every edge instead costs more than the design itself.)
     ``reset`` is the scheduler's ``rst``: raised for a cycle, it resets the ``HTS`` (and
-    nothing of the harness) at the edge.
+    nothing of the harness) at the edge. ``records`` holds, per flat instance, the task
+    ID and metadata its core was given (the cycle after its task), for the accelerator
+    function the environment runs at the grant.
     """
 
     def __init__(self, config, cycle_limit: int):
@@ -75,6 +80,7 @@ class Harness(Elaboratable):
         self.wake = Signal()
         self.reset = Signal()
         self.seen = Signal(_seen_layout(config))
+        self.records = Signal(data.ArrayLayout(task_record_layout(config), len(instance_numbering(config))))
         self._limit = cycle_limit
 
     def elaborate(self, platform):
@@ -101,8 +107,11 @@ class Harness(Elaboratable):
             seen.grant.eq(hts.cdb.grant),
         ]
         for flat, shell in enumerate(hts.shells):
-            m.d.sync += [seen.started[flat].eq(shell.task.valid & shell.task.ready),
-                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.current.writes)]
+            accepting = shell.task.valid & shell.task.ready
+            m.d.comb += self.records[flat].eq(given_record(m, accepting, shell.record, f"core_{flat}"))
+            m.d.sync += [seen.started[flat].eq(accepting),
+                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.current.writes),
+                         seen.records[flat].eq(self.records[flat])]
         return m
 
 
@@ -171,7 +180,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                     ctx.set(tm.rdata, drive.dma_data[COPYBACK_TM])
                 grants = ctx.get(hts.cdb.grant)
                 for lane, word in env.grant(grants, [ctx.get(shell.current.writes) for shell in hts.shells]
-                                            if grants else ()).items():
+                                            if grants else (), ctx.get(harness.records) if grants else ()).items():
                     ctx.set(read.data[lane], word)
                 await ctx.tick()
                 seen = ctx.get(harness.seen)
@@ -181,7 +190,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 await ctx.tick().until(harness.wake)
                 seen = ctx.get(harness.seen)
                 env.begin(seen.cycle)
-                env.grant(seen.grant, seen.writes)
+                env.grant(seen.grant, seen.writes, seen.records)
             if env.observe(_outputs(seen, reader)):
                 return
             due = env.next_due(seen.cycle)

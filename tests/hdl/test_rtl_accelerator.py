@@ -4,7 +4,9 @@ The model dispatches a task at *t* and it finishes (takes its CDB ticket) at
 *t + latency*; it is retargetable while it waits in a station (its dispatch cycle
 included) and while running with ``finishes - t > _transfer_cycles(output blocks)``;
 confirmations and retargets land at the end of the cycle, on running tasks too. Two
-shells of classes with different latencies run side by side on random traffic.
+shells of classes with different latencies run side by side on random traffic. The
+task's record (task ID, metadata), given the cycle after the task, reaches the core
+unchanged.
 """
 
 import dataclasses
@@ -12,11 +14,11 @@ import functools
 import random
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Module, Shape
 from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
-from hts.hdl.interfaces import held_task_layout, region_layout, task_layout
+from hts.hdl.interfaces import delivered_task_layout, held_task_layout, region_layout, task_record_layout
 from hts.models.copy_back import transfer_cycles
 
 
@@ -41,7 +43,7 @@ class ShellModel:
 
     def __init__(self, latency: int, transfer_cycles):
         self.latency, self.transfer_cycles = latency, transfer_cycles
-        self.task = None               # dict in task_layout form
+        self.task = None               # dict in delivered_task_layout form
         self.finishes = None
         self.grant_at = None
         self.abort_at = None           # a squash hits it then (running, or waiting for its grant)
@@ -55,14 +57,17 @@ class ShellModel:
 
 
 def random_task(rng: random.Random, config, class_index: int) -> dict:
-    layout = task_layout(config)
     # Output sizes whose write-back is shorter than, as long as, and longer than the latency.
     region = lambda: region_value((rng.randrange(1 << config.widths.phys_block), rng.choice([0, 1, 2, 3, 4, 8, 40])))
-    return {"tag": rng.randrange(config.hts.tracker_entries), "pid": rng.randrange(config.hts.processes),
-            "pc": rng.randrange(config.hts.program_words), "task_id": rng.getrandbits(layout["task_id"].width),
-            "accel_class": class_index, "reads": region(), "writes": region(),
-            "metadata": rng.getrandbits(layout["metadata"].width), "mask": rng.getrandbits(config.hts.spec_ids),
-            "waits": 0}
+    task = {"tag": rng.randrange(config.hts.tracker_entries), "pid": rng.randrange(config.hts.processes),
+            "pc": rng.randrange(config.hts.program_words), "accel_class": class_index, "reads": region(),
+            "writes": region(), "mask": rng.getrandbits(config.hts.spec_ids), "waits": 0}
+    assert set(task) == set(delivered_task_layout(config).members)
+    return task
+
+
+def random_record(rng: random.Random, config) -> dict:
+    return {name: rng.getrandbits(Shape.cast(shape).width) for name, shape in task_record_layout(config).members.items()}
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
@@ -111,6 +116,8 @@ def test_shell_timing_matches_model(request, system, seed):
                 ctx.set(shell.abort, aborted)
                 ctx.set(shell.retarget, {"valid": retarget, "base": retarget_base})
                 ctx.set(shell.confirm, confirm)
+                record = random_record(rng, config)
+                ctx.set(shell.record, record)
 
                 ready = ref.task is None and powered[index]
                 accepting = ready and offers[index] is not None
@@ -121,6 +128,7 @@ def test_shell_timing_matches_model(request, system, seed):
                 assert ctx.get(shell.writeback_started) == ref.writeback_started(t), where
                 assert ctx.get(shell.retarget_refused) == refused, where
                 assert not ctx.get(shell.dma.read) and not ctx.get(shell.dma.write), where
+                assert ctx.get(cores[index].record) == task_record_layout(config).const(record), where
                 if ref.task is not None:
                     assert ctx.get(shell.current) == held.const({name: ref.task[name] for name, _ in held}), where
                 # The core sees the output region it writes: the accepted task's, then the held one's.

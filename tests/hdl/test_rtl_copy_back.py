@@ -20,7 +20,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from amaranth.hdl import Module
-from queue_model import TaskSource, bit_set, whole_task_record
+from queue_model import TaskSource, bit_set, delivered_task_record
 from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
@@ -274,7 +274,7 @@ def test_copy_back_matches_model(request, system, seed):
                         if c == task.class_index and not occupied(flat) and flat not in busy_now]
                 if free and rng.random() < 0.5:
                     flat = rng.choice(free)
-                    delivered[flat] = whole_task_record(task)
+                    delivered[flat] = delivered_task_record(task)
                     busy_now.add(flat)
                     model.window.tasks.remove(task)
                     latency = config.accelerators[task.class_index].latency

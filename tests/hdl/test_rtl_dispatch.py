@@ -7,7 +7,8 @@ record), each class's lowest free instance, the tracker entries holding the rest
 task in flight (regions, pid and pc as registers, the rest answering the arbiter's record reads
 by tag), and the age matrix of the tags in flight (with junk in the entries, rows
 and columns of free tags, as the tracker leaves them). A granted task must reach its
-shell and the trace whole: queued record and its tag's entry.
+shell and the trace whole (queued record and its tag's entry), and its task ID and
+metadata its shell the cycle after, read by the tag granted in its slot.
 """
 
 import dataclasses
@@ -17,8 +18,8 @@ from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
-from queue_model import (TaskSource, task_record, task_record_value, tracker_register_record, whole_record_fields,
-                         whole_task_fields)
+from queue_model import (TaskSource, delivered_record_fields, delivered_task_fields, task_record, task_record_value,
+                         tracker_register_record)
 from rtl_sim import run
 
 from hts.config import load_config
@@ -87,6 +88,7 @@ def test_dispatch_matches_model(request, system, seed):
             run.task for run in model.asr.running()]
 
     async def bench(ctx):
+        last_grants = []                 # (slot, flat instance, task) granted last cycle
         for cycle in range(CYCLES):
             where = f"{system}, seed {seed}, cycle {cycle}"
             # Phases of slow and fast completion, so that classes both saturate and idle.
@@ -120,15 +122,24 @@ def test_dispatch_matches_model(request, system, seed):
             junk = [source.task(tag, []) for tag in range(hts.tracker_entries)]
             ctx.set(dut.tasks, [tracker_register_record(tasks.get(tag, junk[tag]))
                                 for tag in range(hts.tracker_entries)])
-            # The tracker's RAM answers each record read in the same cycle.
-            for read in dut.record_reads:
+            # The record reads name last cycle's grants, slot by slot; the tracker's RAM
+            # answers each in the same cycle (with junk for a tag granted nothing).
+            granted_before = {task.tag: task for _, _, task in last_grants}
+            for slot, read in enumerate(dut.record_reads):
                 tag = ctx.get(read.tag)
-                ctx.set(read.record, task_record_value(tasks.get(tag, junk[tag])))
+                grants_in_slot = [task.tag for k, _, task in last_grants if k == slot]
+                assert grants_in_slot in ([], [tag]), f"{where}, record read {slot}"
+                ctx.set(read.record, task_record_value(granted_before.get(tag, junk[tag])))
+            for _, flat, task in last_grants:
+                record = ctx.get(dut.deliver_record[flat])
+                assert (record.task_id, record.metadata) == (task.task_id, task.metadata), f"{where}, instance {flat}"
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 
             dispatched = model.dispatch.dispatch(cycle, model.stations, model.asr, model.programs)
             granted = {run.task.tag: run for run in dispatched}
+            last_grants = [(slot, numbering.index((run.task.class_index, run.instance)), run.task)
+                           for slot, run in enumerate(dispatched)]
             taken = [offers[c] is not None and offers[c].tag in granted for c in classes]
 
             assert ctx.get(dut.take) == sum(1 << c for c in classes if taken[c]), where
@@ -142,7 +153,7 @@ def test_dispatch_matches_model(request, system, seed):
                 delivered = taken[c] and free[c] == instance
                 assert ctx.get(port.valid) == delivered, f"{where}, instance {flat}"
                 if delivered:
-                    assert whole_record_fields(ctx.get(port.payload)) == whole_task_fields(offers[c]), \
+                    assert delivered_record_fields(ctx.get(port.payload)) == delivered_task_fields(offers[c]), \
                         f"{where}, instance {flat}"
             trace = ctx.get(dut.trace)
             for slot in range(hts.dispatch_width):
@@ -150,7 +161,7 @@ def test_dispatch_matches_model(request, system, seed):
             for slot, started in enumerate(dispatched):
                 task = next(offer for offer in offers if offer is not None and offer.tag == started.task.tag)
                 assert trace[slot].instance == started.instance, f"{where}, slot {slot}"
-                assert whole_record_fields(trace[slot].task) == whole_task_fields(task), f"{where}, slot {slot}"
+                assert delivered_record_fields(trace[slot].task) == delivered_task_fields(task), f"{where}, slot {slot}"
                 assert trace[slot].task.accel_class == started.task.class_index, where
 
             eligible = sum(offers[c] is not None and free[c] is not None for c in classes)

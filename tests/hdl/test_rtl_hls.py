@@ -4,7 +4,9 @@ Its memory must end as ``hts.models.dsp.vector_add`` leaves it (through
 ``AcceleratorFunctions.run``'s padding and truncation), its run must take
 ``VectorAddCoreLatency`` cycles with its write-back the last ``transfer_cycles`` of them
 (the model's retarget rule), a retarget before write-back must move its output, and an
-abort must leave it idle and ready for the next task even with reads in flight.
+abort must leave it idle and ready for the next task even with reads in flight. As the
+dispatch arbiter does, the bench gives the task's metadata the cycle after the task, and
+junk on the shell's ``record`` port in every other cycle.
 """
 
 import dataclasses
@@ -19,6 +21,7 @@ from rtl_sim import region_value, run
 from hts.config import load_config
 from hts.hdl.accelerator import AcceleratorShell
 from hts.hdl.hls import requantise, vector_add_core
+from hts.hdl.interfaces import task_record_layout
 from hts.isa import Word
 from hts.models import dsp
 from hts.models.accelerator import AcceleratorFunctions
@@ -40,9 +43,12 @@ VECTOR_ADD = next(index for index, acc in enumerate(CONFIGS["64x4"].accelerators
 
 class MemoryService:
     """A memory behind the DMA port: ``ready`` high with probability ``ready``, read answers
-    ``latency`` cycles after acceptance, in order. Counts cycles (``now``)."""
+    ``latency`` cycles after acceptance, in order. Counts cycles (``now``). It also drives
+    the shell's ``record``: ``next_record`` in the cycle after it is set, junk otherwise."""
 
     def __init__(self, config, rng: random.Random, latency: int = 1, ready: float = 1.0):
+        self.record_port, self.next_record = None, None
+        self.record_bits = task_record_layout(config).size
         self.memory = Memory(config)
         self.memory.words[:] = [rng.choice([rng.randrange(-1 << 31, 1 << 31), rng.randrange(-99, 100)])
                                 for _ in range(len(self.memory.words))]
@@ -66,6 +72,11 @@ class MemoryService:
             write_beat(words, ctx.get(dma.addr), self.per_beat, ctx.get(dma.wdata))
         await ctx.tick()
         self.now += 1
+        if self.record_port is not None:
+            ctx.set(self.record_port.as_value(), self.rng.getrandbits(self.record_bits))
+            if self.next_record is not None:
+                ctx.set(self.record_port, self.next_record)
+            self.next_record = None
 
 
 def random_task(rng: random.Random, config) -> dict:
@@ -100,10 +111,12 @@ async def idle(ctx, shell):
 
 
 async def start(ctx, shell, service, task):
-    """Offer ``task``; the service's clock stands at the cycle after its acceptance."""
+    """Offer ``task`` (its metadata follows the cycle after); the service's clock stands at
+    the cycle after its acceptance."""
     ctx.set(shell.task.valid, 1)
-    ctx.set(shell.task.payload, task)
+    ctx.set(shell.task.payload, {name: value for name, value in task.items() if name != "metadata"})
     assert ctx.get(shell.task.ready), "the shell is not ready for a task"
+    service.record_port, service.next_record = shell.record, {"task_id": 0, "metadata": task["metadata"]}
     await service.cycle(ctx, shell.dma)
     ctx.set(shell.task.valid, 0)
 
@@ -191,11 +204,12 @@ def test_a_retarget_before_write_back_moves_the_output():
     run(shell, bench)
 
 
-@pytest.mark.parametrize("abort_after", [1, 4, 9, 14, 20, 24])
+@pytest.mark.parametrize("abort_after", [0, 1, 4, 9, 14, 20, 24])
 def test_an_abort_leaves_the_core_idle_and_ready_for_the_next_task(abort_after):
-    """Aborted while reading (answers in flight, three cycles each; its run takes 29
-    cycles, the last 8 writing) or while writing: the next task, started the cycle
-    after, computes its result in the modelled cycles."""
+    """Aborted as its metadata arrives (``abort_after`` 0), while reading (answers in
+    flight, three cycles each; its run takes 30 cycles, the last 8 writing) or while
+    writing: the next task, started the cycle after, computes its result in the
+    modelled cycles."""
     config, rng = CONFIGS["8x2"], random.Random(abort_after)
     shell = AcceleratorShell(config, vector_add_core(config))
     service = MemoryService(config, rng, latency=3)
