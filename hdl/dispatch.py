@@ -57,6 +57,8 @@ class DispatchArbiter(wiring.Component):
     Outputs (combinational but ``deliver_record``; what they drive lands at the clock edge):
 
     - ``take`` (out, to the stations): per class, the offer is granted and leaves;
+    - ``granted_tags`` (out, to the top level): the tags of the granted offers, one bit
+      per tag;
     - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
     - ``deliver`` (out, to the accelerator shells): one ``delivered_task_layout`` stream
       per flat instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the
@@ -90,6 +92,7 @@ class DispatchArbiter(wiring.Component):
             "free_instance": In(data.ArrayLayout(config.widths.instance, classes)),
             "older": In(data.ArrayLayout(hts.tracker_entries, hts.tracker_entries)),
             "take": Out(classes),
+            "granted_tags": Out(hts.tracker_entries),
             "occupy": Out(data.ArrayLayout(occupy_layout(config), classes)),
             "deliver": Out(stream.Signature(task)).array(instances),
             "deliver_record": Out(data.ArrayLayout(task_record_layout(config), instances)),
@@ -118,7 +121,9 @@ class DispatchArbiter(wiring.Component):
             # single grant is of rank 0, so ``ranks`` stay 0.
             first = Signal(tags)
             pick = mutable("dispatch_grants_youngest", oldest, youngest)
-            m.d.comb += first.eq(Cat(*pick(eligible_tags, self.older)))
+            m.d.comb += [first.eq(Cat(*pick(eligible_tags, self.older))),
+                         # The oldest eligible offer is granted: ``first`` is one-hot or empty.
+                         self.granted_tags.eq(first)]
             for c in classes:
                 m.d.comb += granted[c].eq(eligible[c] & first.bit_select(self.offer_task[c].tag, 1))
         else:
@@ -130,6 +135,7 @@ class DispatchArbiter(wiring.Component):
             for c in classes:
                 m.d.comb += [ranks[c].eq(tag_ranks[self.offer_task[c].tag]),
                              granted[c].eq(eligible[c] & (ranks[c] < width))]
+            m.d.comb += self.granted_tags.eq(index_set(granted, (offer.tag for offer in self.offer_task), tags))
 
         m.d.comb += self.take.eq(granted)
         for c in classes:

@@ -14,7 +14,10 @@ which set of tags, IDs and instances each block hears of:
   or aborted). They leave the tracker and every waiting set at the edge;
 - *aborted*: instances holding a task under a mispredicted ID that the CDB does not
   grant this cycle (a grant goes first: the model completes before it squashes). They
-  are free at the edge; a granted instance is free at the end of its broadcast.
+  are free at the edge; a granted instance is free at the end of its broadcast;
+- *queued*: the tags of the tasks in the window and the stations at the start of the
+  cycle, one register (:func:`queued_tag_set`), for the copy-back engine's choice of
+  what may still be retargeted.
 
 Retirement is here too: a started process whose queue is exhausted, with no pending
 branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
@@ -24,7 +27,7 @@ on the notification bus.
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -116,6 +119,21 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
         released.eq(broadcast | squashed | index_set(hit, held_tags, tags)),
     ]
     return aborted, broadcast, squashed, released
+
+
+def queued_tag_set(m: Module, tags: int, appended, granted, squashed, queues) -> Signal:
+    """The tags of the tasks in ``queues`` (the window and the stations) at the start of
+    the cycle, as one register: a tag joins when its task is ``appended`` to the window,
+    leaves when it is ``granted`` or ``squashed``, and issue moves it between queues
+    without changing the set. Kept here rather than gathered from every queue's slots, an
+    index set per queue (docs/hardware.md, "Timing"); every simulation asserts that it
+    equals the gathered sets."""
+    queued = Signal(tags, name="queued_tags")
+    m.d.sync += queued.eq(queued & ~granted & ~squashed | appended)
+    gathered = reduce(operator.or_, (index_set(list(queue.valid), [entry.tag for entry in queue.entries], tags)
+                                     for queue in queues))
+    m.d.sync += Assert(ResetSignal() | (queued == gathered), "the queued tags disagree with the queues")
+    return queued
 
 
 class HTS(wiring.Component):
@@ -239,7 +257,9 @@ class HTS(wiring.Component):
             wiring.connect(m, reader, port)
 
         # ---- copy-back engine and TLB choices ----------------------------------------------
-        self._copy_back(m)
+        queued = queued_tag_set(m, config.hts.tracker_entries, Mux(enqueue.append, enqueue.queued_tags, 0),
+                                arbiter.granted_tags, squashed, [window, *stations])
+        self._copy_back(m, queued)
 
         # ---- front end: CPU port, task queues, decode, branch unit -------------------------
         retiring = self._front_end(m)
@@ -278,8 +298,9 @@ class HTS(wiring.Component):
                          issued.tag.eq(task.tag)]
         return m
 
-    def _copy_back(self, m: Module):
-        """The engine's inputs: TLB choices, what may still be retargeted, whether a copy is wanted."""
+    def _copy_back(self, m: Module, queued):
+        """The engine's inputs: TLB choices, what may still be retargeted (``queued``: the
+        window's and stations' tags), whether a copy is wanted."""
         copy_back, tlb, tracker, decode = self.copy_back, self.tlb, self.tracker, self.decode
         m.d.comb += [
             copy_back.copy_valid.eq(tlb.copy_valid),
@@ -291,9 +312,7 @@ class HTS(wiring.Component):
             tlb.retargetable_tags.eq(copy_back.retargetable_tags),
             tlb.tracker_valid.eq(tracker.valid),
             tlb.touches.eq(tracker.touches),
-            copy_back.queued_tags.eq(reduce(operator.or_,
-                                            (queue.queued_tags for queue in [self.window, *self.stations]),
-                                            self.enqueue.queued_tags)),
+            copy_back.queued_tags.eq(queued | self.enqueue.queued_tags),
         ]
         for flat, (shell, view) in enumerate(zip(self.shells, copy_back.shells)):
             delivered = self.arbiter.deliver[flat]

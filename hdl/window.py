@@ -28,7 +28,6 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
     return {
         "squash_next": In(hts.spec_ids),
         "squashed_tags": Out(hts.tracker_entries),
-        "queued_tags": Out(hts.tracker_entries),
         "confirm": In(hts.spec_ids),
         "broadcast": In(hts.tracker_entries),
     }
@@ -62,8 +61,6 @@ class AgeQueue(wiring.Component):
       the offers and the issue pick (docs/hardware.md, "Timing");
     - ``squashed_tags`` (out, to the top level): the tags of the entries removed this
       cycle, to free;
-    - ``queued_tags`` (out, to the copy-back engine): the tags of every entry at the
-      start of the cycle (their producers have not started writing back);
     - ``confirm`` (in, from the branch unit): speculation IDs predicted right, cleared
       from every mask at the edge;
     - ``broadcast`` (in, from the top level): every tag released this cycle (the CDB
@@ -114,7 +111,6 @@ class AgeQueue(wiring.Component):
         m.d.comb += [
             self.room.eq(capacity - popcount(valid)),
             self.squashed_tags.eq(self._tag_set(squashed)),
-            self.queued_tags.eq(self._tag_set(valid)),
         ]
         movable = [valid[index] & ~squashed[index] for index in range(capacity)]
         departing = self._departures(m, movable)

@@ -143,6 +143,7 @@ def test_dispatch_matches_model(request, system, seed):
             taken = [offers[c] is not None and offers[c].tag in granted for c in classes]
 
             assert ctx.get(dut.take) == sum(1 << c for c in classes if taken[c]), where
+            assert ctx.get(dut.granted_tags) == sum(1 << tag for tag in granted), where
             for c in classes:
                 occupy = ctx.get(dut.occupy[c])
                 assert occupy.valid == taken[c], f"{where}, class {c}"
