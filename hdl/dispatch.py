@@ -169,10 +169,12 @@ class DispatchArbiter(wiring.Component):
         return m
 
     def _deliver_records(self, m: Module, ranks: list):
-        """Each instance's record: its class's grant slot of last cycle, registered with the tag."""
+        """Each instance's record: the read of its class's grant slot of last cycle."""
         records = [read.record for read in self.record_reads]
+        if len(records) == 1:
+            m.d.comb += [record.eq(records[0]) for record in self.deliver_record]
+            return
         slots = [Signal.like(rank, name=f"last_slot_{c}") for c, rank in enumerate(ranks)]
-        if len(records) > 1:
-            m.d.sync += [slot.eq(rank) for slot, rank in zip(slots, ranks)]
+        m.d.sync += [slot.eq(rank) for slot, rank in zip(slots, ranks)]
         for flat, (c, _) in enumerate(instance_numbering(self._config)):
-            m.d.comb += self.deliver_record[flat].eq(Array(records)[slots[c]] if len(records) > 1 else records[0])
+            m.d.comb += self.deliver_record[flat].eq(Array(records)[slots[c]])

@@ -18,7 +18,8 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
            "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
-           "queued_task_layout", "task_layout", "delivered_task_layout", "held_task_layout", "decoded_task_layout", "decoded_signature",
+           "queued_task_layout", "task_layout", "delivered_task_layout", "held_task_layout", "decoded_task_layout",
+           "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
            "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout",
            "tlb_checks_layout",
@@ -138,11 +139,11 @@ def queued_task_layout(config: SystemConfig) -> data.StructLayout:
 
 def task_layout(config: SystemConfig) -> data.StructLayout:
     """A whole task, as decode plans it and the enqueue stage holds it: the fields of a
-    queued task and of its tag's tracker entry. ``reads``
-    and ``writes`` are physical (TM when remapped). The fields are listed here rather
-    than concatenated from the two layouts: their order is the bit order of every port
-    that carries a task, and the synthesis results in docs/results.md were measured with
-    this one (a concatenated order gave Yosys 588 more LUT4s, from the same logic)."""
+    queued task and of its tag's tracker entry. ``reads`` and ``writes`` are physical
+    (TM when remapped). The fields are listed here rather than concatenated from the two
+    layouts: their order is the bit order of every port that carries a task, and the
+    synthesis results in docs/results.md were measured with this one (a concatenated
+    order gave Yosys 588 more LUT4s, from the same logic)."""
     widths, region = config.widths, region_layout(config)
     return data.StructLayout({
         "tag": widths.tag,

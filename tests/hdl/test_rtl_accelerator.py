@@ -67,7 +67,8 @@ def random_task(rng: random.Random, config, class_index: int) -> dict:
 
 
 def random_record(rng: random.Random, config) -> dict:
-    return {name: rng.getrandbits(Shape.cast(shape).width) for name, shape in task_record_layout(config).members.items()}
+    fields = task_record_layout(config).members
+    return {name: rng.getrandbits(Shape.cast(shape).width) for name, shape in fields.items()}
 
 
 @pytest.mark.parametrize("system", SYSTEMS)
