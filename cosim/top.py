@@ -27,6 +27,7 @@ from hts.hdl.hts import HTS
 from hts.hdl.interfaces import (branch_read_signature, core_signature, cpu_signature, dma_signature, fault_layout,
                                 delivered_task_layout, instance_numbering, region_layout, task_record_layout,
                                 trace_layout)
+from hts.hdl.primitives import held
 from hts.hdl.trace import any_event
 
 __all__ = ["ExternalCore", "CosimTop", "TOPLEVEL", "CLOCKED", "CYCLE_BITS", "PERIOD_NS", "RTL_CORES", "ports",
@@ -56,11 +57,8 @@ def given_record(m: Module, start, record, name: str):
     """The task record (task ID, metadata) a core was given: ``record`` in the cycle after
     ``start``, kept from then on, so that a bench reads it at the task's grant."""
     arrives = Signal(name=f"{name}_arrives")
-    kept = Signal.like(record, name=f"{name}_kept")
     m.d.sync += arrives.eq(start)
-    with m.If(arrives):
-        m.d.sync += kept.eq(record)
-    return Mux(arrives, record, kept)
+    return held(m, arrives, record, f"{name}_kept")
 
 
 class ExternalCore(wiring.Component):

@@ -21,6 +21,7 @@ from hts.config import SystemConfig
 from hts.models.dsp import DEFAULT_LEN, INT32_MAX, INT32_MIN, LEN, SCALE
 
 from .interfaces import WORD_BITS, core_signature, dma_signature, task_layout, word_address_width
+from .primitives import held
 
 __all__ = ["ap_ctrl_hs_signature", "ApCtrlCore", "VectorAddKernel", "vector_add_core"]
 
@@ -144,10 +145,7 @@ class ApCtrlCore(wiring.Component):
                                    ("in_words", self.task.reads.blocks << shift, self.start),
                                    ("meta", self.record.metadata, record_arrives)):
             port = getattr(kernel, name)
-            kept = Signal.like(port, name=f"kept_{name}")
-            with m.If(given):
-                m.d.sync += kept.eq(value)
-            m.d.comb += port.eq(Mux(given, value, kept))
+            m.d.comb += port.eq(held(m, given, value, f"kept_{name}"))
         m.d.comb += [
             kernel.ap_rst.eq(self.release),
             kernel.ap_start.eq(running & ~launched),

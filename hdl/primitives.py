@@ -23,7 +23,8 @@ from amaranth.lib.memory import Memory
 from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
-           "update_age_matrix", "entry_of", "entry_at", "record_register", "record_ram", "region_end", "overlaps",
+           "update_age_matrix", "entry_of", "entry_at", "record_register", "held", "record_ram", "region_end",
+           "overlaps",
            "retargeted_ranges", "whole_task"]
 
 
@@ -138,6 +139,16 @@ def record_register(m: Module, port, name: str) -> Signal:
     register = Signal(port.shape(), name=name, reset_less=True)
     m.d.comb += port.eq(register)
     return register
+
+
+def held(m: Module, given, value, name: str) -> Value:
+    """``value`` in a cycle where ``given`` is high, and from the next cycle on the value of
+    the last such cycle (a register without reset loaded then): an argument that arrives
+    for one cycle and must stay put, as an ``ap_none`` argument must."""
+    kept = Signal.like(value, name=name, reset_less=True)
+    with m.If(given):
+        m.d.sync += kept.eq(value)
+    return Mux(given, value, kept)
 
 
 def record_ram(m: Module, name: str, shape, depth: int, write_addr, write_en, write_data, read_addrs) -> list:

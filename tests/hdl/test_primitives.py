@@ -2,7 +2,8 @@
 
 Combinational idioms are driven with every input of a few small widths (every choice of
 slots, for the age-matrix picks, over random valid age matrices); the age-matrix update
-with random arrivals and the record RAM with random writes and reads, cycle by cycle.
+with random arrivals, the held value and the record RAM with random writes and reads, cycle by
+cycle.
 """
 
 import itertools
@@ -15,8 +16,8 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from rtl_sim import run, seeds
 
-from hts.hdl.primitives import (encode, fewer_than, index_set, lowest_set, oldest, overlaps, overlaps_late, popcount,
-                                record_ram, select, update_age_matrix, wire, youngest)
+from hts.hdl.primitives import (encode, fewer_than, held, index_set, lowest_set, oldest, overlaps, overlaps_late,
+                                popcount, record_ram, select, update_age_matrix, wire, youngest)
 
 WIDTHS = range(1, 6)
 
@@ -204,6 +205,33 @@ def test_update_age_matrix_writes_arriving_rows_and_clears_their_columns(width):
 
     run(m, bench)
 
+
+
+def test_held_is_the_value_while_given_then_the_last_given_value():
+    m = Module()
+    given, value = Signal(), Signal(8)
+    out = held(m, given, value, "kept")
+    result = Signal(8)
+    m.d.comb += result.eq(out)
+    rng = random.Random(1)
+    last = None
+
+    async def bench(ctx):
+        nonlocal last
+        for cycle in range(200):
+            now, word = rng.random() < 0.3, rng.getrandbits(8)
+            ctx.set(given, now)
+            ctx.set(value, word)
+            if now:
+                assert ctx.get(result) == word, f"cycle {cycle}"
+                last = word
+            elif last is not None:
+                assert ctx.get(result) == last, f"cycle {cycle}"
+            await ctx.tick()
+        assert last is not None
+
+    m.domains.sync = ClockDomain()
+    run(m, bench)
 
 
 @pytest.mark.parametrize("depth", [1, 2, 5, 16])
