@@ -11,7 +11,7 @@ from hts.hdl.accelerator import AcceleratorShell
 from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
-from hts.hdl.hts import connect_completion, connect_issue_and_dispatch
+from hts.hdl.hts import connect_completion, connect_issue_and_dispatch, gathered_tag_sets, queued_tag_sets
 from hts.hdl.interfaces import core_signature, instance_numbering
 from hts.hdl.primitives import index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
@@ -112,8 +112,11 @@ class PipelineHarness(Harness):
         m.d.comb += [squash_next.eq(AnySeq(len(squash_next))), confirm.eq(AnySeq(len(confirm)))]
         m.d.sync += squash.eq(squash_next)
         # The top level's own wiring (so its mutants reach this harness); no enqueue stage here.
-        aborted, broadcast, squashed, released = connect_completion(
-            m, config, cdb, asr, shells, squash, [queue.squashed_tags for queue in [window, *stations]])
+        appended = index_set([window.append], [window.append_task.tag], config.hts.tracker_entries)
+        queued, under, squashed = queued_tag_sets(m, config, appended, window.append_task.mask,
+                                                  arbiter.granted_tags, squash, confirm)
+        self.kept_tag_sets = Cat(queued, *under)
+        aborted, broadcast, released = connect_completion(m, config, cdb, asr, shells, squash, squashed)
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(confirm)]
@@ -159,6 +162,9 @@ class PipelineHarness(Harness):
         self.check(m, "records", "window_tasks_of_existing_classes",
                    Cat(*(~valid | (entry.accel_class < len(config.accelerators))
                          for valid, entry in zip(window.valid, window.entries))).all())
+        # The top level keeps the queued tags (and those under each ID) in registers.
+        self.check(m, "records", "kept_tag_sets_are_the_queues",
+                   self.kept_tag_sets == gathered_tag_sets(config, [window, *self.stations]))
         self.check(m, "records", "held_tags_exist",
                    Cat(*(~valid | (tag < config.hts.tracker_entries) for valid, tag in places)).all())
         shell_busy = Cat(*(shell.busy for shell in shells))

@@ -38,4 +38,4 @@ class ReservationStationHarness(Harness):
                           for valid, clear, task in zip(station.insert_valid, station.insert_waits_clear,
                                                         station.insert_task))).all())
         age_order_properties(self, m, station)
-        squash_properties(self, m, station, squash, self.config.hts.tracker_entries)
+        squash_properties(self, m, station, squash)

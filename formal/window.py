@@ -31,7 +31,7 @@ class WindowHarness(Harness):
         # (``append`` is ``occupied & ~squashed`` in hdl/enqueue.py; step 7).
         self.assume(m, "append_not_squashed", ~window.append | ((window.append_task.mask & squash) == 0))
         age_order_properties(self, m, window)
-        squash_properties(self, m, window, squash, self.config.hts.tracker_entries)
+        squash_properties(self, m, window, squash)
         # What the stations' harness assumes of their insertions.
         self.check(m, "squash", "issues_no_squashed_task",
                    Cat(*(~valid | ((task.mask & squash) == 0)

@@ -16,8 +16,9 @@ which set of tags, IDs and instances each block hears of:
   grant this cycle (a grant goes first: the model completes before it squashes). They
   are free at the edge; a granted instance is free at the end of its broadcast;
 - *queued*: the tags of the tasks in the window and the stations at the start of the
-  cycle, one register (:func:`queued_tag_set`), for the copy-back engine's choice of
-  what may still be retargeted.
+  cycle, one register (:func:`queued_tag_sets`), for the copy-back engine's choice of
+  what may still be retargeted; beside it, per speculation ID, the queued tags under
+  it, from which the squash's queued tags are read.
 
 Retirement is here too: a started process whose queue is exhausted, with no pending
 branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
@@ -51,7 +52,8 @@ from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
 from .window import DispatchWindow
 
-__all__ = ["HTS", "connect_completion", "connect_issue_and_dispatch", "holds", "ends", "copy_wanted"]
+__all__ = ["HTS", "connect_completion", "connect_issue_and_dispatch", "queued_tag_sets", "gathered_tag_sets",
+           "holds", "ends", "copy_wanted"]
 
 
 def holds(block, pid: int) -> Value:
@@ -92,19 +94,18 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
         ]
 
 
-def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash, squashed_sets):
+def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash, squashed):
     """CDB grants and squash aborts of the shells, and the tag sets of this cycle, as the
     top level wires them (the formal pipeline harness wires the same way). ``squash`` is
-    the branch unit's; ``squashed_sets`` are the tags the squash removes from each queue.
-    Returns (aborted, broadcast, squashed, released), as the module docstring defines them;
-    the caller connects each shell's ``granted`` and ``abort``."""
+    the branch unit's; ``squashed`` are the tags the squash removes from the queues.
+    Returns (aborted, broadcast, released), as the module docstring defines them; the
+    caller connects each shell's ``granted`` and ``abort``."""
     tags = config.hts.tracker_entries
     held_tags = [shell.current.tag for shell in shells]
     hit = Signal(len(shells))               # busy under a mispredicted ID, granted or not
     aborted = Signal(len(shells))
     broadcast = Signal(tags)
     released = Signal(tags)
-    squashed = Signal(tags)
     m.d.comb += [
         cdb.finished.eq(Cat(*(shell.done for shell in shells))),
         cdb.tags.eq(Cat(*held_tags)),
@@ -114,26 +115,49 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
         cdb.squashed.eq(hit),
         asr.release.eq(cdb.broadcast_instances | aborted),
         broadcast.eq(cdb.broadcast_tags),
-        squashed.eq(reduce(operator.or_, squashed_sets)),
         # A hit instance's tag leaves now, aborted or granted: the release needs no grant.
         released.eq(broadcast | squashed | index_set(hit, held_tags, tags)),
     ]
-    return aborted, broadcast, squashed, released
+    return aborted, broadcast, released
 
 
-def queued_tag_set(m: Module, tags: int, appended, granted, squashed, queues) -> Signal:
+def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, granted, squash, confirm):
     """The tags of the tasks in ``queues`` (the window and the stations) at the start of
-    the cycle, as one register: a tag joins when its task is ``appended`` to the window,
-    leaves when it is ``granted`` or ``squashed``, and issue moves it between queues
-    without changing the set. Kept here rather than gathered from every queue's slots, an
-    index set per queue (docs/hardware.md, "Timing"); every simulation asserts that it
-    equals the gathered sets."""
+    the cycle, kept in registers rather than gathered from every queue's slots, an index
+    set per queue (docs/hardware.md, "Timing"): ``queued``, and per speculation ID the
+    queued tags whose mask holds it. A tag joins when its task is ``appended`` to the
+    window (``appended_mask`` its mask), leaves when it is ``granted`` or squashed, and
+    issue moves it between queues without changing the sets; a confirmed ID leaves every
+    mask, so its set empties. Returns ``queued``, the sets by ID (a list) and this
+    cycle's ``squashed``: the queued tags under ``squash``, the entries the queues'
+    doomed bits remove (an AND-OR of registers). Every simulation asserts the sets equal
+    to :func:`gathered_tag_sets`."""
+    tags, spec_ids = config.hts.tracker_entries, config.hts.spec_ids
     queued = Signal(tags, name="queued_tags")
-    m.d.sync += queued.eq(queued & ~granted & ~squashed | appended)
-    gathered = reduce(operator.or_, (index_set(list(queue.valid), [entry.tag for entry in queue.entries], tags)
-                                     for queue in queues))
-    m.d.sync += Assert(ResetSignal() | (queued == gathered), "the queued tags disagree with the queues")
-    return queued
+    under = [Signal(tags, name=f"queued_under_id{spec_id}") for spec_id in range(spec_ids)]
+    squashed = Signal(tags, name="queued_squashed")
+    m.d.comb += squashed.eq(reduce(operator.or_, (Mux(squash[spec_id], under[spec_id], 0)
+                                                  for spec_id in range(spec_ids))))
+    staying = ~granted & ~squashed
+    m.d.sync += queued.eq(queued & staying | appended)
+    for spec_id, tags_under in enumerate(under):
+        joining = Mux(appended_mask[spec_id], appended, 0)
+        emptied = mutable("queued_sets_keep_confirmed", confirm[spec_id], 0)
+        m.d.sync += tags_under.eq(Mux(emptied, 0, tags_under & staying | joining))
+    return queued, under, squashed
+
+
+def gathered_tag_sets(config: SystemConfig, queues) -> Value:
+    """What :func:`queued_tag_sets` keeps, gathered from the valid slots of ``queues``: the
+    queued tags, then per speculation ID the tags under it, in one value (for checks only:
+    this is the logic the kept sets save)."""
+    tags = config.hts.tracker_entries
+    valid = [bit for queue in queues for bit in queue.valid]
+    entries = [entry for queue in queues for entry in queue.entries]
+    return Cat(index_set(valid, [entry.tag for entry in entries], tags),
+               *(index_set([bit & entry.mask[spec_id] for bit, entry in zip(valid, entries)],
+                           [entry.tag for entry in entries], tags)
+                 for spec_id in range(config.hts.spec_ids)))
 
 
 class HTS(wiring.Component):
@@ -207,9 +231,14 @@ class HTS(wiring.Component):
             m.submodules[f"shell{flat}"] = shell
 
         # ---- completion, squash and the tag sets every block hears of ---------------------
-        aborted, broadcast, squashed, released = connect_completion(
-            m, config, cdb, asr, shells, branch_unit.squash,
-            [enqueue.squashed_tags, *(queue.squashed_tags for queue in [window, *stations])])
+        queued, under, queue_squashed = queued_tag_sets(
+            m, config, Mux(enqueue.append, enqueue.queued_tags, 0), enqueue.append_task.mask, arbiter.granted_tags,
+            branch_unit.squash, branch_unit.confirm)
+        m.d.sync += Assert(ResetSignal() | (Cat(queued, *under) == gathered_tag_sets(config, [window, *stations])),
+                           "the queued tag sets disagree with the queues")
+        squashed = Signal(config.hts.tracker_entries)
+        m.d.comb += squashed.eq(enqueue.squashed_tags | queue_squashed)
+        aborted, broadcast, released = connect_completion(m, config, cdb, asr, shells, branch_unit.squash, squashed)
         for flat, shell in enumerate(shells):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(branch_unit.confirm),
@@ -257,8 +286,6 @@ class HTS(wiring.Component):
             wiring.connect(m, reader, port)
 
         # ---- copy-back engine and TLB choices ----------------------------------------------
-        queued = queued_tag_set(m, config.hts.tracker_entries, Mux(enqueue.append, enqueue.queued_tags, 0),
-                                arbiter.granted_tags, squashed, [window, *stations])
         self._copy_back(m, queued)
 
         # ---- front end: CPU port, task queues, decode, branch unit -------------------------

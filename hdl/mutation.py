@@ -57,6 +57,7 @@ CATALOGUE: dict[str, Mutant] = {mutant.name: mutant for mutant in (
     Mutant("loop_stack_restore_lost", "loop_stack", "a squash does not restore the loop stack from the checkpoint"),
     Mutant("latency_one_late", "accelerator", "a core is done one cycle after its latency"),
     Mutant("abort_lost", "hts", "a squash does not abort the running tasks it covers"),
+    Mutant("queued_sets_keep_confirmed", "hts", "a confirmed ID's set of queued tags is not emptied"),
 )}
 
 

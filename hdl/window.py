@@ -17,7 +17,7 @@ from hts.config import SystemConfig
 
 from .interfaces import queued_task_layout
 from .mutation import mutable
-from .primitives import index_set, oldest, popcount, select, update_age_matrix, wire
+from .primitives import oldest, popcount, select, update_age_matrix, wire
 
 __all__ = ["AgeQueue", "DispatchWindow"]
 
@@ -27,7 +27,6 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
     hts = config.hts
     return {
         "squash_next": In(hts.spec_ids),
-        "squashed_tags": Out(hts.tracker_entries),
         "confirm": In(hts.spec_ids),
         "broadcast": In(hts.tracker_entries),
     }
@@ -58,9 +57,9 @@ class AgeQueue(wiring.Component):
       meet that squash (the mask it will have, after this cycle's ``confirm``) is
       *doomed*, in a register: next cycle it is removed at once, neither moving on nor
       staying. The squash test is thus a flip-flop per slot, not a compare in front of
-      the offers and the issue pick (docs/hardware.md, "Timing");
-    - ``squashed_tags`` (out, to the top level): the tags of the entries removed this
-      cycle, to free;
+      the offers and the issue pick (docs/hardware.md, "Timing"). The top level keeps
+      the tags removed, to free them, in registers of its own (``queued_tag_sets`` in
+      ``hdl/hts.py``);
     - ``confirm`` (in, from the branch unit): speculation IDs predicted right, cleared
       from every mask at the edge;
     - ``broadcast`` (in, from the top level): every tag released this cycle (the CDB
@@ -79,7 +78,6 @@ class AgeQueue(wiring.Component):
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
         self._capacity = capacity
         self._task = queued_task_layout(config)
-        self._tags = config.hts.tracker_entries
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
         self.valid = Signal(capacity)
         # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
@@ -108,19 +106,12 @@ class AgeQueue(wiring.Component):
         valid = list(self.valid)
         squashed = [valid[index] & self.doomed[index] for index in range(capacity)]
         self._check_doomed(m)
-        m.d.comb += [
-            self.room.eq(capacity - popcount(valid)),
-            self.squashed_tags.eq(self._tag_set(squashed)),
-        ]
+        m.d.comb += self.room.eq(capacity - popcount(valid))
         movable = [valid[index] & ~squashed[index] for index in range(capacity)]
         departing = self._departures(m, movable)
         staying = [movable[index] & ~departing[index] for index in range(capacity)]
         self._fill(m, staying, self._arrivals())
         return m
-
-    def _tag_set(self, selected: list):
-        """One bit per tag: the tags of the selected entries."""
-        return index_set(selected, (entry.tag for entry in self.entries), self._tags)
 
     def _fill(self, m: Module, staying: list, arrivals: list):
         """Write the arrivals into the free slots, age them, and update every slot's record."""

@@ -77,6 +77,12 @@ def tags_of(tasks) -> int:
     return sum(1 << task.tag for task in tasks)
 
 
+def doomed_tags(ctx, dut) -> int:
+    """The tags of the queue's valid slots its doomed bits remove this cycle."""
+    entries, valid, doomed = ctx.get(dut.entries), ctx.get(dut.valid), ctx.get(dut.doomed)
+    return sum(1 << entries[slot].tag for slot in range(len(entries)) if valid >> slot & doomed >> slot & 1)
+
+
 def _field_width(name: str) -> int:
     return next(width for field, _, width in FIELDS if field == name)
 
