@@ -14,7 +14,7 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
 from .mutation import mutable
-from .primitives import entry_of
+from .primitives import mux_tree
 
 __all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
 
@@ -73,7 +73,7 @@ class GPRBank(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         for port in range(READ_PORTS):
-            m.d.comb += self.read_value[port].eq(entry_of(self.values, self.read_index[port]))
+            m.d.comb += self.read_value[port].eq(mux_tree(self.values, self.read_index[port]))
 
         # Checked at the edge, where the operations land.
         m.d.sync += [

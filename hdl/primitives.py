@@ -23,7 +23,7 @@ from amaranth.lib.memory import Memory
 from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
-           "update_age_matrix", "entry_of", "entry_at", "record_register", "held", "record_ram", "region_end",
+           "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held", "record_ram", "region_end",
            "overlaps",
            "retargeted_ranges", "whole_task"]
 
@@ -112,6 +112,20 @@ def entry_of(entries, tag):
     dispatch arbiter's look-up in the default's 16 tracker entries took 3,567 LUT4s that
     way and takes 667 as an AND-OR."""
     return entry_at(entries, [tag == index for index in range(len(entries))])
+
+
+def mux_tree(entries, index) -> Value:
+    """``entries[index]`` (an array view indexed by a signal) as a binary tree of 2:1
+    multiplexers, one level per bit of ``index`` from the lowest; 0 past the last entry.
+
+    For a register file's read ports, where it maps to fewer LUTs than :func:`entry_of`'s
+    AND-OR on the decoded index, for as many levels (docs/hardware.md, "Timing")."""
+    element = entries.shape().elem_shape
+    padding = [Const(0, len(Value.cast(entries[0])))] * ((1 << len(index)) - len(entries))
+    level = [Value.cast(entries[position]) for position in range(len(entries))] + padding
+    for bit in index:
+        level = [Mux(bit, high, low) for low, high in zip(level[0::2], level[1::2])]
+    return element(level[0]) if isinstance(element, data.Layout) else level[0]
 
 
 def entry_at(entries, one_hot):

@@ -16,8 +16,8 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from rtl_sim import run, seeds
 
-from hts.hdl.primitives import (encode, fewer_than, held, index_set, lowest_set, oldest, overlaps, overlaps_late,
-                                popcount, record_ram, select, update_age_matrix, wire, youngest)
+from hts.hdl.primitives import (encode, fewer_than, held, index_set, lowest_set, mux_tree, oldest, overlaps,
+                                overlaps_late, popcount, record_ram, select, update_age_matrix, wire, youngest)
 
 WIDTHS = range(1, 6)
 
@@ -72,6 +72,26 @@ def test_select_is_an_and_or_of_the_chosen_values(width):
     cases = [(bits, *(rng.randrange(16) for _ in values)) for bits in range(1 << width) for _ in range(3)]
     expected = [or_all(value for bit, value in zip(bits_of(bits, width), case) if bit) for bits, *case in cases]
     assert evaluate(select(one_hot, values), [one_hot, *values], cases) == expected
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 5, 8])
+def test_mux_tree_reads_the_indexed_entry_and_zero_past_the_last(count):
+    """Every index of the signal's width, entries of a plain and of a struct layout."""
+    rng = random.Random(count)
+    index = Signal(range(count + 1) if count & (count - 1) == 0 else range(count))
+    plain_bits, record_bits = Signal(4 * count), Signal(5 * count)
+    plain = data.ArrayLayout(4, count)(plain_bits)
+    records = data.ArrayLayout(data.StructLayout({"low": 2, "high": 3}), count)(record_bits)
+    cases = [(position, rng.randrange(1 << (4 * count)), rng.randrange(1 << (5 * count)))
+             for position in range(1 << len(index)) for _ in range(3)]
+
+    def entry(value, width, position):
+        return value >> (width * position) & ((1 << width) - 1) if position < count else 0
+
+    read_plain = evaluate(mux_tree(plain, index), [index, plain_bits, record_bits], cases)
+    read_high = evaluate(mux_tree(records, index).high, [index, plain_bits, record_bits], cases)
+    assert read_plain == [entry(value, 4, position) for position, value, _ in cases]
+    assert read_high == [entry(value, 5, position) >> 2 for position, _, value in cases]
 
 
 @pytest.mark.parametrize("width", WIDTHS)
