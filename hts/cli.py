@@ -112,6 +112,12 @@ def _print_synth_table(result: dict):
     if result["fits"]:
         print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
                                      for cell, use in result["utilization"].items()) + " (port registers included)")
+    levels = result.get("logic_levels")
+    if levels:
+        print("register inputs by logic levels in front of them: "
+              + ", ".join(f"{depth}: {count}" for depth, count in levels["histogram"].items()))
+        print("deepest by block: " + ", ".join(f"{block} {max(histogram)}"
+                                               for block, histogram in levels["by_block"].items()))
     path = result.get("critical_path")
     if path:
         print(f"critical path: {path['delay_ns']:.1f} ns ({path['routing_ns']:.1f} routing, {path['logic_ns']:.1f} "

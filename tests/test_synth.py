@@ -228,6 +228,10 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     assert report["lut_sites"] == report["luts"] + 2 * report["carry_cells"] + 6 * report["lut_rams"]
     assert report["brams"] == 0 and report["dsps"] == 0
     assert 10 < report["fmax_mhz"] < 1000
+    # Every flip-flop's data input is a register input; the block's and the harness's port registers'.
+    levels = report["logic_levels"]
+    assert sum(levels["histogram"].values()) >= report["ffs"] and max(map(int, levels["histogram"])) >= 2
+    assert set(levels["by_block"]) == {"memory_tracker", "ports"}
     assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
     assert "nextpnr: place and route" in result.stderr and report["fits"]
     assert list(tmp_path.iterdir()) == []  # the work directory is gone
