@@ -127,14 +127,24 @@ def _print_synth_table(result: dict):
 
 def cmd_synth(args) -> int:
     import json
+    from .output import check_plot_directory
+    from .plots import plot_logic_levels
     from .synth import default_block, synthesize
     config = _system(args.config)
     block = args.block or default_block()
+    if args.plot:
+        check_plot_directory(args.plot)
     result = synthesize(config, block, args.target, args.freq)
+    if args.plot and "logic_levels" in result:
+        plot_logic_levels(result["logic_levels"]["by_block"], args.plot,
+                          f"{block} on {config.source}: register inputs by logic levels ({result['target']})")
+        result["plot"] = args.plot
     if args.json:
         print(json.dumps(result))
     else:
         _print_synth_table(result)
+        if "plot" in result:
+            print(f"plot: {args.plot}")
     return 0
 
 
@@ -773,6 +783,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--freq", metavar="MHZ", type=_positive_float, default=100.0,
                    help="clock constraint for place and route, in MHz (default 100)")
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
+    p.add_argument("--plot", metavar="FILE.png",
+                   help="also draw the register inputs by the logic levels in front of them, by block (PNG)")
     p.set_defaults(run=cmd_synth)
 
     p = sub.add_parser("prove", help="formal proofs of RTL blocks (SymbiYosys): age orders, grants, tags",

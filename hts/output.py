@@ -7,7 +7,7 @@ from pathlib import Path
 
 from .errors import HTSError, Location, display_path
 
-__all__ = ["atomic_path", "all_or_none", "check_outputs"]
+__all__ = ["atomic_path", "all_or_none", "check_outputs", "check_plot_directory"]
 
 # Open ``all_or_none`` groups, innermost last: the files written in it, as (temporary, final).
 _groups: list[list[tuple[Path, Path]]] = []
@@ -39,6 +39,14 @@ def check_outputs(outputs, inputs) -> None:
             if _same_file(output, source):
                 raise HTSError(f"output would overwrite the input {display_path(source)}; name another file",
                                Location(display_path(output)))
+
+
+def check_plot_directory(plot: str | Path) -> None:
+    """Refuse ``--plot`` into a directory that does not exist, before a long run rather than after it."""
+    check_outputs([plot], [])
+    directory = Path(plot).resolve().parent
+    if not directory.is_dir():
+        raise HTSError("--plot: no such directory", Location(display_path(directory)))
 
 
 @contextmanager

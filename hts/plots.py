@@ -97,6 +97,27 @@ def plot_synth_blocks(sites: dict[str, int], path: str | Path, title: str):
     _save(fig, path)
 
 
+def plot_logic_levels(by_block: dict[str, dict[int, int]], path: str | Path, title: str):
+    """Register inputs by the logic levels in front of them, stacked by block
+    (block -> {levels: endpoints}), the blocks with the deepest endpoints on top."""
+    depths = range(max(max(levels) for levels in by_block.values()) + 1)
+    order = sorted(by_block, key=lambda block: (max(by_block[block]), sum(by_block[block].values())))
+    colours = plt.get_cmap("tab20")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    bottom = [0] * len(depths)
+    for index, block in enumerate(order):
+        counts = [by_block[block].get(depth, 0) for depth in depths]
+        ax.bar(depths, counts, bottom=bottom, color=colours(index % 20), label=block, width=0.8)
+        bottom = [below + count for below, count in zip(bottom, counts)]
+    ax.set_xticks(list(depths))
+    ax.set_xlabel("logic levels in front of the register input (LUT4 or carry chain each)")
+    ax.set_ylabel("register inputs")
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    _save(fig, path)
+
+
 def plot_gantt(slots: dict, makespan: int, path: str | Path, title: str):
     """One row per PE (and location, when there are several), one bar per task.
 

@@ -21,7 +21,8 @@ from collections import Counter
 from pathlib import Path
 
 from .config import PRESETS, SystemConfig, load_config
-from .errors import HTSError, Location, display_path
+from .errors import HTSError
+from .output import check_plot_directory
 from .plots import plot_synth_blocks
 from .synth import TARGETS, Target, build, count_cells, module_name, run_yosys, verilog_text, yosys_script
 
@@ -137,13 +138,6 @@ def _plot(result: dict, path: str):
                                    f"({result['target']}, Yosys -noflatten)")
 
 
-def _check_plot_directory(plot: str):
-    # Fail before the long synthesis, not after it.
-    directory = Path(plot).resolve().parent
-    if not directory.is_dir():
-        raise HTSError("--plot: no such directory", Location(display_path(directory)))
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m hts.synth_blocks",
@@ -157,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         if args.plot:
-            _check_plot_directory(args.plot)
+            check_plot_directory(args.plot)
         result = synthesize_blocks(config)
         if args.plot:
             _plot(result, args.plot)

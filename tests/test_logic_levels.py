@@ -1,7 +1,14 @@
 """``hts.logic_levels`` on small hand-made Yosys netlists: how many levels each register
 input has in front of it, and which block it is charged to."""
 
+import json
+import subprocess
+import sys
+
+from hts import synth
+from hts.cli import main
 from hts.logic_levels import logic_levels
+from hts.plots import plot_logic_levels
 
 DIRECTIONS = {
     "TRELLIS_FF": {"CLK": "input", "DI": "input", "CE": "input", "LSR": "input", "Q": "output"},
@@ -92,3 +99,32 @@ def test_endpoints_are_charged_to_the_innermost_block_numbered_instances_togethe
         "port_register": ff(2, 14),
     }, block="hts")
     assert result["by_block"] == {"decode": {0: 1}, "hts": {0: 1}, "ports": {0: 1}, "station": {0: 2}}
+
+
+def test_the_plot_stacks_every_block_and_is_a_png(tmp_path):
+    path = tmp_path / "levels.png"
+    plot_logic_levels({"station": {0: 3, 2: 5}, "decode": {1: 2, 13: 1}}, path, "levels")
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_synth_refuses_a_plot_into_a_missing_directory_before_any_tool_runs(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hts", "synth", "-c", "tiny", "--plot",
+                             tmp_path / "missing" / "levels.png"], capture_output=True, text=True, cwd=tmp_path,
+                            timeout=120)
+    assert result.returncode == 1
+    assert result.stderr == "missing: --plot: no such directory\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_synth_draws_the_levels_it_reports(tmp_path, monkeypatch, capsys):
+    levels = {"histogram": {0: 3, 4: 1}, "by_block": {"tracker": {0: 3, 4: 1}}, "deepest": {"tracker": ["a", "b"]}}
+
+    def synthesize(config, block, target, freq_mhz):
+        return {"block": block, "target": target, "logic_levels": levels}
+
+    monkeypatch.setattr(synth, "synthesize", synthesize)
+    assert main(["synth", "-c", "tiny", "--block", "memory_tracker", "--json", "--plot",
+                 str(tmp_path / "levels.png")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["plot"] == str(tmp_path / "levels.png") and report["logic_levels"] == json.loads(json.dumps(levels))
+    assert (tmp_path / "levels.png").read_bytes()[:4] == b"\x89PNG"
