@@ -103,7 +103,7 @@ def plot_logic_levels(by_block: dict[str, dict[int, int]], path: str | Path, tit
     depths = range(max(max(levels) for levels in by_block.values()) + 1)
     order = sorted(by_block, key=lambda block: (max(by_block[block]), sum(by_block[block].values())))
     colours = plt.get_cmap("tab20")
-    fig, ax = plt.subplots(figsize=(8, 4.5))
+    fig, ax = plt.subplots(figsize=(9, 4.5))
     bottom = [0] * len(depths)
     for index, block in enumerate(order):
         counts = [by_block[block].get(depth, 0) for depth in depths]
@@ -112,7 +112,8 @@ def plot_logic_levels(by_block: dict[str, dict[int, int]], path: str | Path, tit
     ax.set_xticks(list(depths))
     ax.set_xlabel("logic levels in front of the register input (LUT4 or carry chain each)")
     ax.set_ylabel("register inputs")
-    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    handles, labels = ax.get_legend_handles_labels()   # the deepest blocks first, as stacked on top
+    ax.legend(handles[::-1], labels[::-1], fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     _save(fig, path)
