@@ -122,8 +122,8 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
 
 
 def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, granted, squash, confirm):
-    """The tags of the tasks in ``queues`` (the window and the stations) at the start of
-    the cycle, kept in registers rather than gathered from every queue's slots, an index
+    """The tags of the tasks in the window and the stations at the start of the cycle,
+    kept in registers rather than gathered from every queue's slots, an index
     set per queue (docs/hardware.md, "Timing"): ``queued``, and per speculation ID the
     queued tags whose mask holds it. A tag joins when its task is ``appended`` to the
     window (``appended_mask`` its mask), leaves when it is ``granted`` or squashed, and

@@ -23,9 +23,8 @@ from amaranth.lib.memory import Memory
 from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
-           "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held", "record_ram", "region_end",
-           "overlaps",
-           "retargeted_ranges", "whole_task"]
+           "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held", "record_ram",
+           "region_end", "overlaps", "retargeted_ranges", "whole_task"]
 
 
 def wire(m: Module, value, name: str) -> Signal:

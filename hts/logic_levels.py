@@ -6,8 +6,9 @@ most LUT levels on a path to it from a register output or a block RAM's read dat
 LUT4 is one level; a PFUMX or L6MUX21 behind LUT4s is none (they widen a LUT within its
 slice); a carry cell is one level from its LUT inputs and none along the chain; a
 distributed RAM read and a multiplier are one each. On the LFE5U-85F-6 a level costs
-some 1.2-1.5 ns with its routing (docs/results.md), so the levels an endpoint needs say
-which clock it can make before any placement is tried.
+some 1.5 ns (tiny) to 2 ns (the default) with its routing (docs/results.md, "Logic
+levels"), so the levels in front of an endpoint bound the clock it can make before any
+placement is tried.
 
 An endpoint is charged to the innermost block instance whose name prefixes its cell's
 (Yosys keeps hierarchical names when it flattens, and records every instance as a
@@ -90,7 +91,7 @@ def logic_levels(netlist: dict, module: str, block: str) -> dict:
     """Endpoints of the harness ``module`` of ``block`` in a Yosys JSON ``netlist`` by their
     logic levels: the whole histogram (``{levels: endpoints}``), per block its endpoints'
     histogram, and per block its deepest endpoint's path (the cells from its register to
-    the endpoint's, like nextpnr's critical path, with a combinational cell's pins counted once)."""
+    the endpoint's, like nextpnr's critical path, each cell once)."""
     cells = netlist["modules"][module]["cells"]
     scopes = [name for name, cell in cells.items() if cell["type"] == "$scopeinfo"]
     drivers = {bit: name for name, cell in cells.items() if cell["type"] in _SEQUENTIAL

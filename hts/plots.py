@@ -107,7 +107,9 @@ def plot_logic_levels(by_block: dict[str, dict[int, int]], path: str | Path, tit
     bottom = [0] * len(depths)
     for index, block in enumerate(order):
         counts = [by_block[block].get(depth, 0) for depth in depths]
-        ax.bar(depths, counts, bottom=bottom, color=colours(index % 20), label=block, width=0.8)
+        # tab20's strong colours first, then its light ones: neighbours differ in hue.
+        ax.bar(depths, counts, bottom=bottom, color=colours(2 * index % 20 + index // 10 % 2), label=block,
+               width=0.8)
         bottom = [below + count for below, count in zip(bottom, counts)]
     ax.set_xticks(list(depths))
     ax.set_xlabel("logic levels in front of the register input (LUT4 or carry chain each)")
