@@ -71,12 +71,15 @@ class LatencyCore(wiring.Component):
             self.dma.write.eq(0),
         ]
         m.d.sync += done.eq(running & (remaining <= 1))
+        # Loaded in every idle cycle, the start's among them: its enable is a register, not
+        # the grant behind ``start``.
+        with m.If(~running):
+            m.d.sync += writeback_from.eq(cycles_to_write)
         with m.If(self.start):
             m.d.sync += [
                 done.eq(latency == 1),
                 running.eq(1),
                 remaining.eq(latency - mutable("latency_one_late", 1, 0)),
-                writeback_from.eq(cycles_to_write),
             ]
         with m.Elif(self.release):
             m.d.sync += [running.eq(0), done.eq(0)]
@@ -170,14 +173,17 @@ class AcceleratorShell(wiring.Component):
             core.start.eq(accepting),
             core.task.eq(self.task.payload),
             core.record.eq(self.record),
-            core.writes.eq(Mux(accepting, self.task.payload.writes, self.current.writes)),
+            core.writes.eq(Mux(self.busy, self.current.writes, self.task.payload.writes)),
             core.release.eq(leaving),
         ]
 
-        # The task held from this cycle on, before the updates that land at the edge.
+        # The task held from this cycle on, before the updates that land at the edge. An
+        # idle shell takes whatever is delivered, accepted or not (the held task means
+        # something only while ``busy``), so the multiplexer is chosen by a register and
+        # not by the dispatch grant behind ``accepting``.
         kept = Signal.like(self.current)
         payload = Cat(*(getattr(self.task.payload, name) for name, _ in kept.shape()))
-        m.d.comb += [kept.eq(Mux(accepting, payload, self.current)),
+        m.d.comb += [kept.eq(Mux(self.busy, self.current, payload)),
                      held.eq(kept), held.mask.eq(kept.mask & ~self.confirm)]
         with m.If(self.retarget.valid & retargetable):
             m.d.comb += held.writes.base.eq(self.retarget.base)

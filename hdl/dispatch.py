@@ -13,11 +13,12 @@ offers carry distinct tags of tasks in flight, whose ages the matrix orders tota
 
 Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` takes its
 offer's record and the tracker entry of its tag (regions, pid and pc from the tracker's
-flip-flops), which together are the task the shell receives; the task's record (task
-ID, metadata) follows the cycle after, read from the tracker's distributed RAM by the
-tag registered at the grant, so that the RAM's read is not behind the pick
-(docs/hardware.md, "Timing"). That is ``dispatch_width`` tag look-ups per cycle rather
-than the whole task kept in every station entry (hdl/interfaces.py).
+flip-flops), which together are the task the shell receives; with one dispatch way each
+field is read from the one-hot oldest tag instead, not behind the class's grant. The
+task's record (task ID, metadata) follows the cycle after, read from the tracker's
+distributed RAM by the tag registered at the grant, so that the RAM's read is not behind
+the pick (docs/hardware.md, "Timing"). That is ``dispatch_width`` tag look-ups per cycle
+rather than the whole task kept in every station entry (hdl/interfaces.py).
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -138,13 +139,21 @@ class DispatchArbiter(wiring.Component):
             m.d.comb += self.granted_tags.eq(index_set(granted, (offer.tag for offer in self.offer_task), tags))
 
         m.d.comb += self.take.eq(granted)
+        if width == 1:
+            # Each tag's offered mask, formed beside the pick from the offers alone, so that
+            # the granted task's is an AND-OR on ``first`` and not a select behind the grant.
+            masks_by_tag = [select([eligible[c] & (self.offer_task[c].tag == tag) for c in classes],
+                                   [offer.mask for offer in self.offer_task]) for tag in range(tags)]
         for c in classes:
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
         # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
         # record, then its tag's tracker entry. With one way the granted tag is ``first``,
-        # already one-hot: its ranges are an AND-OR on it, not a look-up behind the grant,
-        # and its record's RAM address (read next cycle) is its encoding.
+        # already one-hot: the whole task comes from it (its tag is its encoding, its mask
+        # an AND-OR of the masks by tag, its class the encoding of the grant, its ranges,
+        # pid and pc an AND-OR of the tracker entries), none of it from a select behind
+        # the class's grant, and its record's RAM address (read next cycle) is its tag.
+        # The task's ``waits`` is empty, as the stations offer only ready tasks.
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
@@ -153,9 +162,14 @@ class DispatchArbiter(wiring.Component):
                 queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(select(in_slot, self.free_instance)),
-                *whole_task(event.task, queued,
-                            entry_at(self.tasks, first) if width == 1 else entry_of(self.tasks, queued.tag)),
             ]
+            if width == 1:
+                m.d.comb += [*whole_task(event.task, entry_at(self.tasks, first)),
+                             event.task.tag.eq(encode(first)),
+                             event.task.accel_class.eq(encode(granted)),
+                             event.task.mask.eq(select(first, masks_by_tag))]
+            else:
+                m.d.comb += whole_task(event.task, queued, entry_of(self.tasks, queued.tag))
             m.d.sync += record.tag.eq(encode(first) if width == 1 else queued.tag)
         self._deliver_records(m, ranks)
 
