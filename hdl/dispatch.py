@@ -156,10 +156,8 @@ class DispatchArbiter(wiring.Component):
         # The task's ``waits`` is empty, as the stations offer only ready tasks.
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
-            queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
             m.d.comb += [
                 in_slot.eq(Cat(*(granted[c] & (ranks[c] == slot) for c in classes))),
-                queued.eq(select(in_slot, self.offer_task)),
                 event.valid.eq(in_slot.any()),
                 event.instance.eq(select(in_slot, self.free_instance)),
             ]
@@ -168,9 +166,12 @@ class DispatchArbiter(wiring.Component):
                              event.task.tag.eq(encode(first)),
                              event.task.accel_class.eq(encode(granted)),
                              event.task.mask.eq(select(first, masks_by_tag))]
+                m.d.sync += record.tag.eq(encode(first))
             else:
-                m.d.comb += whole_task(event.task, queued, entry_of(self.tasks, queued.tag))
-            m.d.sync += record.tag.eq(encode(first) if width == 1 else queued.tag)
+                queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
+                m.d.comb += [queued.eq(select(in_slot, self.offer_task)),
+                             *whole_task(event.task, queued, entry_of(self.tasks, queued.tag))]
+                m.d.sync += record.tag.eq(queued.tag)
         self._deliver_records(m, ranks)
 
         for flat, (c, instance) in enumerate(instance_numbering(config)):
