@@ -139,11 +139,6 @@ class DispatchArbiter(wiring.Component):
             m.d.comb += self.granted_tags.eq(index_set(granted, (offer.tag for offer in self.offer_task), tags))
 
         m.d.comb += self.take.eq(granted)
-        if width == 1:
-            # Each tag's offered mask, formed beside the pick from the offers alone, so that
-            # the granted task's is an AND-OR on ``first`` and not a select behind the grant.
-            masks_by_tag = [select([eligible[c] & (self.offer_task[c].tag == tag) for c in classes],
-                                   [offer.mask for offer in self.offer_task]) for tag in range(tags)]
         for c in classes:
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
@@ -153,7 +148,8 @@ class DispatchArbiter(wiring.Component):
         # an AND-OR of the masks by tag, its class the encoding of the grant, its ranges,
         # pid and pc an AND-OR of the tracker entries), none of it from a select behind
         # the class's grant, and its record's RAM address (read next cycle) is its tag.
-        # The task's ``waits`` is empty, as the stations offer only ready tasks.
+        # Each tag's offered mask is formed beside the pick, from the offers alone. The
+        # task's ``waits`` is empty, as the stations offer only ready tasks.
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = Signal(len(classes), name=f"in_slot_{slot}")
             m.d.comb += [
@@ -162,6 +158,8 @@ class DispatchArbiter(wiring.Component):
                 event.instance.eq(select(in_slot, self.free_instance)),
             ]
             if width == 1:
+                masks_by_tag = [select([eligible[c] & (self.offer_task[c].tag == tag) for c in classes],
+                                       [offer.mask for offer in self.offer_task]) for tag in range(tags)]
                 m.d.comb += [*whole_task(event.task, entry_at(self.tasks, first)),
                              event.task.tag.eq(encode(first)),
                              event.task.accel_class.eq(encode(granted)),
