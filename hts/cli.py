@@ -118,6 +118,9 @@ def _print_synth_table(result: dict):
               + ", ".join(f"{depth}: {count}" for depth, count in levels["histogram"].items()))
         print("deepest by block: " + ", ".join(f"{block} {max(histogram)}"
                                                for block, histogram in levels["by_block"].items()))
+        deep = levels["deep_routes"]
+        print(f"routes of the inputs at {deep['from_levels']} levels or more, launching block → capturing block: "
+              + ", ".join(f"{route} {count}" for route, count in list(deep["routes"].items())[:8]))
     path = result.get("critical_path")
     if path:
         print(f"critical path: {path['delay_ns']:.1f} ns ({path['routing_ns']:.1f} routing, {path['logic_ns']:.1f} "

@@ -68,6 +68,13 @@ def _arrivals(cells: dict) -> tuple[dict, dict]:
     return arrival, via
 
 
+def _launching_block(net, via: dict, drivers: dict, scopes: list[str], block: str) -> str:
+    """The block of the register the longest path to ``net`` starts from."""
+    while net in via:
+        net = via[net][0]
+    return _block_of(drivers[net], scopes, block) if net in drivers else "(no register)"
+
+
 def _path(net, via: dict, drivers: dict) -> list[str]:
     """The cells of the longest path to ``net``: its register, then each cell once."""
     cells = []
@@ -90,14 +97,17 @@ def _block_of(cell_name: str, scopes: list[str], block: str) -> str:
 def logic_levels(netlist: dict, module: str, block: str) -> dict:
     """Endpoints of the harness ``module`` of ``block`` in a Yosys JSON ``netlist`` by their
     logic levels: the whole histogram (``{levels: endpoints}``), per block its endpoints'
-    histogram, and per block its deepest endpoint's path (the cells from its register to
-    the endpoint's, like nextpnr's critical path, each cell once)."""
+    histogram, per block its deepest endpoint's path (the cells from its register to the
+    endpoint's, like nextpnr's critical path, each cell once), and the ``routes`` of the
+    endpoints within a level of the deepest: how many run from which block's register to
+    which block's, most first (``{"from_levels": n, "routes": {"tlb → tracker": k}}``),
+    the cycles a clock above today's must cut."""
     cells = netlist["modules"][module]["cells"]
     scopes = [name for name, cell in cells.items() if cell["type"] == "$scopeinfo"]
     drivers = {bit: name for name, cell in cells.items() if cell["type"] in _SEQUENTIAL
                for bit in _pins(cell, None, "output")}
     arrival, via = _arrivals(cells)
-    histogram, by_block, deepest = Counter(), defaultdict(Counter), {}
+    histogram, by_block, deepest, endpoints = Counter(), defaultdict(Counter), {}, []
     for name, cell in cells.items():
         if cell["type"] not in _SEQUENTIAL:
             continue
@@ -106,8 +116,13 @@ def logic_levels(netlist: dict, module: str, block: str) -> dict:
             levels = arrival.get(bit, 0)
             histogram[levels] += 1
             by_block[owner][levels] += 1
+            endpoints.append((levels, bit, owner))
             if owner not in deepest or levels > deepest[owner][0]:
                 deepest[owner] = (levels, bit, name)
+    from_levels = max(max(histogram, default=0) - 1, 0)
+    routes = Counter(f"{_launching_block(bit, via, drivers, scopes, block)} → {owner}"
+                     for levels, bit, owner in endpoints if levels >= from_levels)
     return {"histogram": dict(sorted(histogram.items())),
             "by_block": {owner: dict(sorted(levels.items())) for owner, levels in sorted(by_block.items())},
-            "deepest": {owner: [*_path(bit, via, drivers), name] for owner, (_, bit, name) in sorted(deepest.items())}}
+            "deepest": {owner: [*_path(bit, via, drivers), name] for owner, (_, bit, name) in sorted(deepest.items())},
+            "deep_routes": {"from_levels": from_levels, "routes": dict(routes.most_common())}}

@@ -128,3 +128,21 @@ def test_synth_draws_the_levels_it_reports(tmp_path, monkeypatch, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["plot"] == str(tmp_path / "levels.png") and report["logic_levels"] == json.loads(json.dumps(levels))
     assert (tmp_path / "levels.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_deep_routes_count_endpoints_within_a_level_of_the_deepest_by_blocks():
+    result = levels_of({
+        "block": cell("$scopeinfo"),
+        "block.tlb": cell("$scopeinfo"),
+        "block.tracker": cell("$scopeinfo"),
+        "block.tlb.valid": ff(2, 10),
+        "block.tlb.first": cell("LUT4", A=10, Z=11),
+        "block.tracker.second": cell("LUT4", A=11, Z=12),
+        "block.tracker.third": cell("LUT4", A=12, Z=13),
+        "block.tracker.entries": ff(13, 20, CE=12),             # 3 levels from the TLB, and 2
+        "block.tracker.valid": ff(11, 21),                      # 1 level: left out
+        "block.tracker.own": cell("LUT4", A=20, Z=22),
+        "block.tracker.next": cell("LUT4", A=22, Z=23),
+        "block.tracker.count": ff(23, 24),                      # 2 levels, within its own block
+    })
+    assert result["deep_routes"] == {"from_levels": 2, "routes": {"tlb → tracker": 2, "tracker → tracker": 1}}

@@ -232,6 +232,10 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     levels = report["logic_levels"]
     assert sum(levels["histogram"].values()) >= report["ffs"] and max(map(int, levels["histogram"])) >= 2
     assert set(levels["by_block"]) == {"memory_tracker", "ports"}
+    deep = levels["deep_routes"]
+    assert deep["from_levels"] == max(map(int, levels["histogram"])) - 1
+    assert sum(deep["routes"].values()) == sum(count for depth, count in levels["histogram"].items()
+                                               if int(depth) >= deep["from_levels"])
     assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
     assert "nextpnr: place and route" in result.stderr and report["fits"]
     assert list(tmp_path.iterdir()) == []  # the work directory is gone
