@@ -46,7 +46,7 @@ def short_latencies(config, block_words: int | None = None, per_beat: int | None
 SYSTEMS = {
     # (preset, block_words, copyback_words_per_cycle, cycles): None keeps the preset's.
     "default": ("default", None, None, 500),     # 16 cycles a block
-    "tiny": ("tiny", None, None, 3000),          # one task in flight at a time: slow traffic
+    "tiny": ("tiny", None, None, 4000),          # one task in flight at a time: slow traffic
     "narrow": ("default", 4, 4, 300),            # one cycle a block: short copies, one-beat copies
 }
 
@@ -84,7 +84,10 @@ class ScriptedTLB:
 
     A choice is among the entries the real TLB could offer: resolved (mask 0) and, for a
     copy, produced; for a retarget, a producer not done that is among the tags the
-    engine says may still be retargeted. The tags the model asks with are kept.
+    engine says may still be retargeted. One entry in four is held back until its
+    producer starts writing back in the next cycle (``last_chance``, set by the bench),
+    the last cycle it may be retargeted, and is then offered most of the time. The tags
+    the model asks with are kept.
     """
 
     def __init__(self, rng: random.Random, config):
@@ -96,6 +99,7 @@ class ScriptedTLB:
         self.retarget_candidate = None   # offers are scripted, not chosen a cycle ahead
         self.copy_asked = False
         self.copy_choice = None
+        self.last_chance: set[int] = set()
 
     def copy_candidates(self) -> list[TLBEntry]:
         return [entry for entry in self.entries if not entry.mask and entry.producer_done]
@@ -104,6 +108,10 @@ class ScriptedTLB:
         self.asked_tags = set(tags)
         candidates = [entry for entry in self.entries
                       if not entry.mask and not entry.producer_done and entry.producer in tags]
+        urgent = [entry for entry in candidates if entry.producer in self.last_chance]
+        if urgent and self.rng.random() < 0.8:
+            return self.rng.choice(urgent)
+        candidates = [entry for entry in candidates if entry.seq % 4]
         return self.rng.choice(candidates) if candidates and self.rng.random() < 0.4 else None
 
     def copyable(self, busy_home) -> TLBEntry | None:
@@ -264,6 +272,8 @@ def test_copy_back_matches_model(request, system, seed):
                 demand = rng.choice([0.0, 0.5, 1.0])
             wanted = rng.random() < demand      # the top level's: a process stalled on the TLB
             tlb.asked_tags, tlb.copy_asked, tlb.copy_choice = None, False, None
+            tlb.last_chance = {run.task.tag for run in model.in_progress
+                               if run.finishes - t == transfer_cycles(config, run.task.writes[1]) + 1}
             done = model.step(t, wanted)
 
             # Dispatch: a queued task to a free instance of its class (not one granted now).
@@ -350,6 +360,8 @@ def test_copy_back_matches_model(request, system, seed):
                 running = [run for run in model.in_progress if run.task.tag == retargeted.producer]
                 seen["retarget of a running task"] += bool(running) and running[0].started < t
                 seen["retarget at dispatch"] += bool(running) and running[0].started == t
+                seen["retarget in the last cycle before write-back"] += bool(running) and \
+                    running[0].finishes - t == transfer_cycles(config, running[0].task.writes[1]) + 1
                 seen["retarget in the window"] += retargeted.producer in {task.tag for task in model.window.tasks}
             seen.update(copies=int(done.started is not None), offers_ignored=not tlb.copy_asked and offered is not None,
                         writing_back=sum(run.finishes - t <= transfer_cycles(config, run.task.writes[1])
@@ -394,7 +406,7 @@ def test_copy_back_matches_model(request, system, seed):
 
     run(top, bench)
     exercised = ["copies", "offers_ignored", "retarget in the window", "retarget at dispatch",
-                 "retarget of a running task", "writing_back"]
+                 "retarget of a running task", "retarget in the last cycle before write-back", "writing_back"]
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
 
 
