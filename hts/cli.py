@@ -104,12 +104,13 @@ def _print_synth_table(result: dict):
             ("block RAM", "DP16KD", result["brams"], ""),
             ("DSPs", "MULT18X18D", result["dsps"], ""),
             ("Fmax", "MHz", "-" if result["fmax_mhz"] is None else f"{result['fmax_mhz']:.1f}",
-             f"ports registered; clock constraint {result['fmax_constraint_mhz']:g} MHz" if result["fits"]
-             else f"not placed: the logic does not fit the {result['device']}")]
+             f"ports registered; clock constraint {result['fmax_constraint_mhz']:g} MHz" if result["placed"]
+             else f"not placed: the logic does not fit the {result['device']}" if not result["fits"]
+             else "not placed: --no-place")]
     print(f"{'resource':<12}{'cells':<12}{'count':>8}")
     for name, cells, count, note in rows:
         print(f"{name:<12}{cells:<12}{count:>8}  {note}".rstrip())
-    if result["fits"]:
+    if result["placed"]:
         print("placed: " + ", ".join(f"{cell} {use['used']}/{use['available']}"
                                      for cell, use in result["utilization"].items()) + " (port registers included)")
     levels = result.get("logic_levels")
@@ -137,7 +138,7 @@ def cmd_synth(args) -> int:
     block = args.block or default_block()
     if args.plot:
         check_plot_directory(args.plot)
-    result = synthesize(config, block, args.target, args.freq)
+    result = synthesize(config, block, args.target, args.freq, place=not args.no_place)
     if args.plot and "logic_levels" in result:
         plot_logic_levels(result["logic_levels"]["by_block"], args.plot,
                           f"{block} on {config.source}: register inputs by logic levels ({result['target']})")
@@ -788,6 +789,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the results as one JSON object")
     p.add_argument("--plot", metavar="FILE.png",
                    help="also draw the register inputs by the logic levels in front of them, by block (PNG)")
+    p.add_argument("--no-place", action="store_true",
+                   help="Yosys only: the counts and the logic levels, no place and route and no Fmax "
+                        "(a few minutes on the default instead of 10 to 20)")
     p.set_defaults(run=cmd_synth)
 
     p = sub.add_parser("prove", help="formal proofs of RTL blocks (SymbiYosys): age orders, grants, tags",

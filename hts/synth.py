@@ -46,6 +46,9 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       move, beside the Fmax that it does.
     * A block whose LUT4 sites or flip-flops exceed the part (``fits`` false) is not placed:
       nextpnr would spend hours failing. Its report has the counts and ``fmax_mhz`` null.
+    * With ``place`` false nothing is placed either (``placed`` false, ``fmax_mhz`` null):
+      the counts and the logic levels, from Yosys alone, in a fraction of the time, to
+      compare RTL variants.
 """
 
 import hashlib
@@ -364,8 +367,9 @@ def _print_progress(message: str):
 
 
 def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz: float = 100.0,
-               progress: Callable[[str], None] = _print_progress) -> dict:
-    """Synthesize, place and route ``block`` out of context; resources and Fmax as a dict."""
+               progress: Callable[[str], None] = _print_progress, place: bool = True) -> dict:
+    """Synthesize, place and route ``block`` out of context; resources and Fmax as a dict
+    (without ``place``, Yosys's part only)."""
     fpga = TARGETS[target]
     top = module_name(block)
     component = build(config, block)
@@ -390,7 +394,7 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
             resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
             result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
                       "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
-                      "fits": fits(resources, fpga)}
+                      "fits": fits(resources, fpga), "placed": False}
             if not result["fits"]:
                 # Placement cannot succeed: say so from the counts instead of letting nextpnr try for hours.
                 step(f"no place and route: {resources['lut_sites']} LUT4 sites and {resources['ffs']} flip-flops "
@@ -404,10 +408,13 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
             if harness_run.poll() is None:
                 harness_run.kill()
                 harness_run.wait()
+        if not place:
+            step("done: no place and route, as asked")
+            return {**result, "fmax_mhz": None, "utilization": {}}
         step(f"nextpnr: place and route on {fpga.device}, out of context, clock at {freq_mhz:g} MHz")
         nextpnr = _start_yowasp(fpga.nextpnr_module,
                                 nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"), workdir)
         _finish_yowasp(nextpnr, fpga.nextpnr_module, workdir, "nextpnr.log")
         report = json.loads((workdir / "report.json").read_text())
     step("done")
-    return {**result, **parse_report(report)}
+    return {**result, **parse_report(report), "placed": True}

@@ -119,7 +119,7 @@ def test_synth_refuses_a_plot_into_a_missing_directory_before_any_tool_runs(tmp_
 def test_synth_draws_the_levels_it_reports(tmp_path, monkeypatch, capsys):
     levels = {"histogram": {0: 3, 4: 1}, "by_block": {"tracker": {0: 3, 4: 1}}, "deepest": {"tracker": ["a", "b"]}}
 
-    def synthesize(config, block, target, freq_mhz):
+    def synthesize(config, block, target, freq_mhz, place):
         return {"block": block, "target": target, "logic_levels": levels}
 
     monkeypatch.setattr(synth, "synthesize", synthesize)

@@ -12,6 +12,7 @@ from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
 from hts import synth, synth_sweep
+from hts.cli import main
 from hts.config import with_value
 from hts.errors import ConfigError, HTSError
 from hts.hdl.interfaces import region_layout, tracker_entry_layout
@@ -149,6 +150,26 @@ def test_yosys_script_maps_luts_without_abc9():
     assert synth.yosys_script(target, "h.v", "top_harness", "n.json").splitlines()[-1] == "write_json n.json"
 
 
+def test_synth_without_place_and_route_says_so(monkeypatch, capsys):
+    asked = {}
+
+    def synthesize(config, block, target, freq_mhz, place=True):
+        asked["place"] = place
+        counts = dict.fromkeys(("luts", "carry_cells", "lut_rams", "lut_sites", "ffs", "brams", "dsps"), 1)
+        levels = {"histogram": {0: 1}, "by_block": {"cdb": {0: 1}}, "deepest": {"cdb": ["a"]},
+                  "deep_routes": {"from_levels": 0, "routes": {"cdb → cdb": 1}}}
+        return {"block": block, "module": "hts_cdb", "config": "<preset tiny>", "target": target, "device": "LFE5U",
+                **counts, "fmax_constraint_mhz": freq_mhz, "fits": True, "placed": False, "fmax_mhz": None,
+                "utilization": {}, "logic_levels": levels}
+
+    monkeypatch.setattr(synth, "synthesize", synthesize)
+    assert main(["synth", "-c", "tiny", "--block", "cdb", "--no-place"]) == 0
+    out = capsys.readouterr().out
+    assert asked == {"place": False}
+    assert "not placed: --no-place" in out and "routes of the inputs at 0 levels or more" in out
+    assert "placed: " not in out.replace("not placed: ", "")
+
+
 def test_a_block_too_large_for_the_part_is_not_placed():
     target = synth.TARGETS["ecp5"]
     resources = {"lut_sites": target.lut_capacity, "ffs": target.ff_capacity}
@@ -210,10 +231,12 @@ def test_sweep_configs_change_one_key_and_are_validated(default_config):
 
 
 @pytest.mark.slow
-def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
+@pytest.mark.parametrize("place", [True, False])
+def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config, place):
     import os
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    result = hts("synth", "-c", "tiny", "--block", "memory_tracker", "--json", env=env)
+    result = hts("synth", "-c", "tiny", "--block", "memory_tracker", "--json", *([] if place else ["--no-place"]),
+                 env=env)
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     entries, tlb_slots = tiny_config.hts.tracker_entries, tiny_config.hts.tlb_entries
@@ -227,7 +250,12 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     assert report["luts"] > 0
     assert report["lut_sites"] == report["luts"] + 2 * report["carry_cells"] + 6 * report["lut_rams"]
     assert report["brams"] == 0 and report["dsps"] == 0
-    assert 10 < report["fmax_mhz"] < 1000
+    if place:
+        assert 10 < report["fmax_mhz"] < 1000 and report["utilization"]
+        assert "nextpnr: place and route" in result.stderr
+    else:
+        assert report["fmax_mhz"] is None and report["utilization"] == {} and "nextpnr" not in result.stderr
+    assert report["placed"] == place and report["fits"]
     # Every flip-flop's data input is a register input; the block's and the harness's port registers'.
     levels = report["logic_levels"]
     assert sum(levels["histogram"].values()) >= report["ffs"] and max(map(int, levels["histogram"])) >= 2
@@ -237,7 +265,6 @@ def test_synth_of_the_tiny_memory_tracker(tmp_path, tiny_config):
     assert sum(deep["routes"].values()) == sum(count for depth, count in levels["histogram"].items()
                                                if int(depth) >= deep["from_levels"])
     assert report["block"] == "memory_tracker" and report["config"] == "<preset tiny>"
-    assert "nextpnr: place and route" in result.stderr and report["fits"]
     assert list(tmp_path.iterdir()) == []  # the work directory is gone
 
 
