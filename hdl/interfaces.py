@@ -452,8 +452,8 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
       is granted the CDB, or aborted; ``held``: the task each instance holds;
     - ``branch_resolving``, ``branch_taken``, ``branches``: per branch-unit slot
       (``hts.hdl.branch_unit``: speculation IDs first, then one per process);
-    - ``squash``: speculation IDs mispredicted; ``squashed_tags``: window and station
-      tasks removed by them (the process of each tag tells which squash removed it);
+    - ``squash``: speculation IDs mispredicted; ``squashed_tags``: enqueue-stage, window
+      and station tasks removed by them (the process of each tag tells which squash removed it);
     - ``retarget``, ``copyback``: the copy-back engine's events;
     - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
       oldest first; ``enqueue``: the task entering the window, with the tags it waits
