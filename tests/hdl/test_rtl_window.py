@@ -32,8 +32,10 @@ def test_window_matches_model(request, preset, seed):
             clogged = 0.9 if cycle // 40 % 2 else 0.3
             station_room = [0 if rng.random() < clogged else rng.randrange(1, hts.rs_entries + 1)
                             for _ in config.accelerators]
-            # The branch unit registers its squash: the queue hears of it a cycle ahead.
-            squash, next_squash = next_squash, source.spec_ids() if rng.random() < 0.1 else 0
+            # The branch unit registers its squash: the queue hears of it a cycle ahead. Rarer
+            # while clogged, so that a system of few speculation IDs still fills the window.
+            squash_rate = 0.03 if clogged > 0.5 else 0.1
+            squash, next_squash = next_squash, source.spec_ids() if rng.random() < squash_rate else 0
             confirm = source.spec_ids() & ~squash if rng.random() < 0.1 else 0
             free = source.free_tags(window.tasks)
             appended = source.task(rng.choice(free), window.tasks) if room and free and rng.random() < 0.6 else None
