@@ -421,12 +421,8 @@ class HTS(wiring.Component):
             branch_unit.alloc.eq(decode.branch),
             self.window.append.eq(enqueue.append),
             self.window.append_task.eq(enqueue.append_task),
-            # Tracker: the enqueue stage's and the branch unit's searches, decode's allocation.
-            tracker.query_reads.eq(enqueue.query_reads),
-            tracker.query_writes.eq(enqueue.query_writes),
             enqueue.depends.eq(tracker.depends),
-            tracker.branch_block.eq(branch_unit.search_block),
-            branch_unit.writers.eq(tracker.writers),
+            branch_unit.writers.eq(tracker.depends),
             decode.tracker_has_free.eq(tracker.has_free),
             decode.tracker_free_tag.eq(tracker.free_tag),
             tracker.alloc.eq(decode.tracker_alloc),
@@ -459,4 +455,22 @@ class HTS(wiring.Component):
             self.branch_read.block.eq(branch_unit.read_block),
             branch_unit.read_data.eq(self.branch_read.data),
         ]
+        self._tracker_search(m)
         return retiring
+
+    def _tracker_search(self, m: Module):
+        """The tracker's one search: the enqueue stage's task or the branch unit's memory branch.
+
+        Both were decoded last cycle and decode takes one instruction a cycle, so at most
+        one of them searches; the memory branch's block is a one-block read with no write,
+        whose RAW dependences are its writers. Sharing the comparators saves two per
+        tracker entry (docs/hardware.md, "Timing").
+        """
+        tracker, enqueue, branch_unit, decode = self.tracker, self.enqueue, self.branch_unit, self.decode
+        m.d.sync += Assert(~(decode.enqueue.valid & decode.branch.valid),
+                           "a task and a memory branch decoded together would search the tracker together")
+        with m.If(enqueue.occupied):
+            m.d.comb += [tracker.query_reads.eq(enqueue.query_reads), tracker.query_writes.eq(enqueue.query_writes)]
+        with m.Else():
+            m.d.comb += [tracker.query_reads.base.eq(branch_unit.search_block),
+                         tracker.query_reads.blocks.eq(mutable("tracker_branch_writers_ignored", 1, 0))]

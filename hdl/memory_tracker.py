@@ -41,14 +41,16 @@ class MemoryTracker(wiring.Component):
 
     Look-up ports (combinational, on the state registered at the start of the cycle):
 
-    - ``query_reads``, ``query_writes`` (in, from the enqueue stage): the physical
-      regions of the task it holds (decode allocated its entry last cycle);
+    - ``query_reads``, ``query_writes`` (in, from the top level): the physical regions
+      searched. Either the enqueue stage's task (decode allocated its entry last cycle)
+      or the branch unit's memory branch (its block as a one-block read, no write):
+      both were decoded last cycle, and decode takes one instruction a cycle, so the two
+      searches share one set of comparators;
     - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a search made now
       need not wait for;
-    - ``depends`` (out, to the enqueue stage): tags whose entries the queried regions
-      meet (RAW, WAR, WAW), the querying task's own among them;
-    - ``branch_block`` (in, from the branch unit): the physical block a memory branch reads;
-    - ``writers`` (out, to the branch unit): tags that write ``branch_block``, ``ignoring`` aside;
+    - ``depends`` (out, to the enqueue stage and the branch unit): tags whose entries the
+      queried regions meet (RAW, WAR, WAW), ``ignoring`` aside; a task's own tag among
+      them; for a branch, the tags that write its block;
     - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
 
     Updates (registered, land at the clock edge):
@@ -100,8 +102,6 @@ class MemoryTracker(wiring.Component):
             "query_writes": In(region),
             "ignoring": In(count),
             "depends": Out(count),
-            "branch_block": In(config.widths.phys_block),
-            "writers": Out(count),
             "free_tag": Out(config.widths.tag),
             "has_free": Out(1),
             "alloc": In(1),
@@ -127,18 +127,14 @@ class MemoryTracker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = self._count
-        branch_region = Signal.like(self.query_reads)
-        m.d.comb += [branch_region.base.eq(self.branch_block), branch_region.blocks.eq(1)]
-
-        depends, writers = [], []
+        depends = []
         for tag in range(count):
             entry = self.entries[tag]
             live = self.valid[tag] & mutable("tracker_broadcast_kept", ~self.ignoring[tag], 1)
             depends.append(live & (mutable("tracker_raw_ignored", overlaps(self.query_reads, entry.writes), 0)
                                    | mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
                                    | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0)))
-            writers.append(live & mutable("tracker_branch_writers_ignored", overlaps(branch_region, entry.writes), 0))
-        m.d.comb += [self.depends.eq(Cat(*depends)), self.writers.eq(Cat(*writers))]
+        m.d.comb += self.depends.eq(Cat(*depends))
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
 

@@ -30,7 +30,7 @@ CATALOGUE: dict[str, Mutant] = {mutant.name: mutant for mutant in (
     Mutant("tracker_raw_ignored", "memory_tracker", "a read after an in-flight write does not wait (RAW)"),
     Mutant("tracker_war_ignored", "memory_tracker", "a write after an in-flight read does not wait (WAR)"),
     Mutant("tracker_waw_ignored", "memory_tracker", "a write after an in-flight write does not wait (WAW)"),
-    Mutant("tracker_branch_writers_ignored", "memory_tracker", "a memory branch reads before its block's writers end"),
+    Mutant("tracker_branch_writers_ignored", "hts", "a memory branch reads before its block's writers end"),
     Mutant("tracker_broadcast_kept", "memory_tracker", "the tags broadcast this cycle are still searched"),
     Mutant("enqueue_waits_on_itself", "enqueue", "a task's own tag stays in its waits"),
     Mutant("queue_broadcast_lost", "window", "a broadcast does not clear the waits of queued tasks"),

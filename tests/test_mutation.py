@@ -32,7 +32,7 @@ KILLERS = {
     "tracker_raw_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
     "tracker_war_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
     "tracker_waw_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
-    "tracker_branch_writers_ignored": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
+    "tracker_branch_writers_ignored": "hdl/test_rtl_hts.py::test_benchmark_trace_equals_the_model[tiny-branch_taken_dependency]",
     "tracker_broadcast_kept": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-default]",
     "enqueue_waits_on_itself": "hdl/test_rtl_enqueue.py::test_enqueue_stage_matches_the_model[0]",
     "queue_broadcast_lost": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
