@@ -78,6 +78,10 @@ class RetireHarness(Harness):
         buffer = next(fragment.origins[0] for fragment, name, *_ in engine_fragment.subfragments if name == "buffer")
 
         released, stalled_on_tlb, start = Signal(config.hts.tracker_entries), Signal(), Signal(processes)
+        # The search the cycle after a TLB allocation takes the new home as its write
+        # query (``HTS._tracker_search``): the slot's ``touches`` column comes from it.
+        speculative, new_home = Signal(), Signal.like(tlb.alloc_entry.home)
+        m.d.sync += [speculative.eq(tlb.alloc), new_home.eq(tlb.alloc_entry.home)]
         drained, active, retiring = Signal(processes), Signal(processes), Signal(processes)
         answered = Signal()                      # a TM read accepted last cycle
         m.d.comb += [released.eq(AnySeq(len(released))), stalled_on_tlb.eq(AnySeq(1)),
@@ -97,7 +101,8 @@ class RetireHarness(Harness):
               for name in ("retarget", "retarget_tm", "retarget_home", "retarget_producer")),
             tracker.tlb_alloc.eq(tlb.alloc),
             tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
-            tracker.tlb_alloc_home.eq(tlb.alloc_entry.home),
+            tracker.query_home.eq(speculative),
+            tracker.query_writes.eq(Mux(speculative, new_home, AnySeq(tracker.query_writes.shape().size))),
             *(home.eq(entry.home) for home, entry in zip(tracker.tlb_homes, tlb.entries)),
             # The memory: always ready, a read answered in the next cycle.
             engine.tm_port.ready.eq(1),

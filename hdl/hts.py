@@ -448,7 +448,6 @@ class HTS(wiring.Component):
             # A new tag touches none there is (hdl/memory_tracker.py relies on it).
             tracker.tlb_alloc.eq(decode.tlb_alloc),
             tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
-            tracker.tlb_alloc_home.eq(decode.tlb_alloc_entry.home),
             *(home.eq(entry.home) for home, entry in zip(tracker.tlb_homes, tlb.entries)),
             # Branch reads go straight to the memory port.
             self.branch_read.valid.eq(branch_unit.read_valid),
@@ -464,13 +463,24 @@ class HTS(wiring.Component):
         Both were decoded last cycle and decode takes one instruction a cycle, so at most
         one of them searches; the memory branch's block is a one-block read with no write,
         whose RAW dependences are its writers. Sharing the comparators saves two per
-        tracker entry (docs/hardware.md, "Timing").
+        tracker entry. A task that took a TLB entry writes a TM region just handed out,
+        which nothing in flight touches: it searches with the entry's home as its write
+        query, whose overlaps are the new slot's ``touches`` column (docs/hardware.md,
+        "Timing").
         """
         tracker, enqueue, branch_unit, decode = self.tracker, self.enqueue, self.branch_unit, self.decode
         m.d.sync += Assert(~(decode.enqueue.valid & decode.branch.valid),
                            "a task and a memory branch decoded together would search the tracker together")
+        speculative, home = Signal(), Signal.like(decode.tlb_alloc_entry.home)
+        m.d.sync += [speculative.eq(decode.tlb_alloc), home.eq(decode.tlb_alloc_entry.home)]
+        m.d.comb += tracker.query_home.eq(speculative)
+        touched = Cat(*(valid & (overlaps(enqueue.query_writes, entry.reads) | overlaps(enqueue.query_writes, entry.writes))
+                        for valid, entry in zip(tracker.valid, tracker.entries)))
+        m.d.sync += Assert(~speculative | enqueue.occupied & ((touched & ~enqueue.queued_tags) == 0),
+                           "a new TM region is touched by a task in flight")
         with m.If(enqueue.occupied):
-            m.d.comb += [tracker.query_reads.eq(enqueue.query_reads), tracker.query_writes.eq(enqueue.query_writes)]
+            m.d.comb += [tracker.query_reads.eq(enqueue.query_reads),
+                         tracker.query_writes.eq(Mux(speculative, home, enqueue.query_writes))]
         with m.Else():
             m.d.comb += [tracker.query_reads.base.eq(branch_unit.search_block),
                          tracker.query_reads.blocks.eq(mutable("tracker_branch_writers_ignored", 1, 0))]

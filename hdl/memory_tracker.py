@@ -18,7 +18,8 @@ It also keeps, registered, which TLB slots each entry touches, so that the TLB's
 choice reads one bit per (tag, slot) instead of comparing every home with every range
 each cycle. Tracker ranges change only when a tag is allocated or retargeted, and TLB
 homes only when a slot is allocated, so the bits are computed at those edges alone; a
-new slot's bits a cycle late, from registers (``_update_touches``).
+new slot's bits a cycle late, from the search for the task that allocated it
+(``_update_touches``).
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -46,11 +47,16 @@ class MemoryTracker(wiring.Component):
       or the branch unit's memory branch (its block as a one-block read, no write):
       both were decoded last cycle, and decode takes one instruction a cycle, so the two
       searches share one set of comparators;
+    - ``query_home`` (in, from the top level): ``query_writes`` is not the task's output
+      but the home of the TLB slot allocated last cycle, for that task's speculative
+      output. The task writes the TM region the bump pointer has just handed out, which
+      no range in flight touches (the top level asserts it), so it has no WAR or WAW
+      dependence; the home's overlaps give the slot's ``touches`` column instead;
     - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a search made now
       need not wait for;
     - ``depends`` (out, to the enqueue stage and the branch unit): tags whose entries the
-      queried regions meet (RAW, WAR, WAW), ``ignoring`` aside; a task's own tag among
-      them; for a branch, the tags that write its block;
+      queried regions meet (RAW, and WAR and WAW unless ``query_home``), ``ignoring``
+      aside; a task's own tag among them; for a branch, the tags that write its block;
     - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
 
     Updates (registered, land at the clock edge):
@@ -71,9 +77,9 @@ class MemoryTracker(wiring.Component):
 
     - ``tlb_homes``: the home region of every TLB slot (the TLB's registered ``entries``;
       those of free slots are never used);
-    - ``tlb_alloc``, ``tlb_alloc_slot``, ``tlb_alloc_home``: decode writes a TLB entry
-      with home ``tlb_alloc_home`` into slot ``tlb_alloc_slot`` (the TLB's ``alloc_slot``)
-      at this edge; its ``touches`` column is registered at the next one.
+    - ``tlb_alloc``, ``tlb_alloc_slot``: decode writes a TLB entry into slot
+      ``tlb_alloc_slot`` (the TLB's ``alloc_slot``) at this edge; its ``touches`` column
+      is registered at the next one, from that cycle's search (``query_home``).
 
     State read by other blocks:
 
@@ -100,6 +106,7 @@ class MemoryTracker(wiring.Component):
         super().__init__({
             "query_reads": In(region),
             "query_writes": In(region),
+            "query_home": In(1),
             "ignoring": In(count),
             "depends": Out(count),
             "free_tag": Out(config.widths.tag),
@@ -114,7 +121,6 @@ class MemoryTracker(wiring.Component):
             "tlb_homes": In(data.ArrayLayout(region, slots)),
             "tlb_alloc": In(1),
             "tlb_alloc_slot": In(bits_for(slots)),
-            "tlb_alloc_home": In(region),
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(tracker_register_layout(config), count)),
             "record_reads": In(record_read_signature(config)).array(config.hts.dispatch_width),
@@ -127,13 +133,15 @@ class MemoryTracker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = self._count
-        depends = []
+        depends, written_meets = [], []
         for tag in range(count):
             entry = self.entries[tag]
             live = self.valid[tag] & mutable("tracker_broadcast_kept", ~self.ignoring[tag], 1)
+            written_meet = (mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
+                            | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0))
+            written_meets.append(written_meet)
             depends.append(live & (mutable("tracker_raw_ignored", overlaps(self.query_reads, entry.writes), 0)
-                                   | mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
-                                   | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0)))
+                                   | written_meet & ~self.query_home))
         m.d.comb += self.depends.eq(Cat(*depends))
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
@@ -159,7 +167,7 @@ class MemoryTracker(wiring.Component):
             rewritten.append(rewrote)
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
-        self._update_touches(m, rewritten)
+        self._update_touches(m, rewritten, written_meets)
         self._records(m)
         # The new task is younger than every task staying, and older than none.
         update_age_matrix(m, older, writing, [remaining] * count)
@@ -196,15 +204,16 @@ class MemoryTracker(wiring.Component):
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote
 
-    def _update_touches(self, m: Module, rewritten):
+    def _update_touches(self, m: Module, rewritten, home_meets):
         """``touches`` at the edge, from registered state only (nothing decode decides).
 
         - A free tag's row is kept empty, so a tag starts with an empty row: when it is
           allocated it touches no TLB home there was at the start of the cycle (decode
           reads the TM copy of an exact match, stalls on any other overlap of its reads,
           and writes TM or a region no entry overlaps: ``Decode._plan_task`` of ``models/decode.py``).
-        - A TLB slot allocated last cycle (``young``): its column is computed now, against
-          every entry as registered, the new task's included. Until this edge the column
+        - A TLB slot allocated last cycle (``young``): its column is this cycle's search
+          with its home as the write query (``query_home``), against every entry as
+          registered, the new task's included. Until this edge the column
           is stale, which nobody reads: the TLB does not offer a young entry for a
           retarget, and its producer, in flight, keeps it from a copy-back.
         - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
@@ -217,16 +226,10 @@ class MemoryTracker(wiring.Component):
         """
         homes = list(self.tlb_homes)
         young = Signal(len(homes))     # named: the formal harness hts.formal.retire reads it
-        young_home = Signal.like(self.tlb_alloc_home)
-        m.d.sync += [young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes))), young_home.eq(self.tlb_alloc_home)]
+        m.d.sync += young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes)))
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
         touches = record_register(m, self.touches, "touch_records")
-        for tag, entry in enumerate(self.entries):
-            column = Mux(self._touches(entry, young_home), young, 0)
+        for tag, home_meet in enumerate(home_meets):
+            column = Mux(home_meet, young, 0)
             row = self.touches[tag] & ~young | column | Mux(rewritten[tag], retarget_row, 0)
             m.d.sync += touches[tag].eq(Mux(self.valid[tag], row, 0))
-
-    @staticmethod
-    def _touches(entry, home):
-        """Whether ``entry``'s reads or writes overlap ``home``."""
-        return overlaps(entry.reads, home) | overlaps(entry.writes, home)

@@ -90,22 +90,26 @@ def test_tracker_matches_model(request, preset, seed):
     seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
 
     async def bench(ctx):
+        new_home = None                # the home of the TLB slot allocated last cycle
         for cycle in range(400):
             reads, writes = random_region(rng, home_blocks), random_region(rng, home_blocks)
             valid = [tag for tag, entry in enumerate(model.entries) if entry is not None]
             ignoring = {tag for tag in valid if rng.random() < 0.2}
             # One search port: a task's regions, or a memory branch's block as the top
-            # level puts it (a one-block read, no write), whose answer is its writers.
-            branch = rng.random() < 0.3
+            # level puts it (a one-block read, no write), whose answer is its writers. In
+            # the cycle after a TLB allocation the task that made it searches, with the
+            # new home as its write query: its RAW dependences, and the slot's column.
+            branch = rng.random() < 0.3 and new_home is None
             block = rng.randrange(home_blocks - SPAN, home_blocks + SPAN)
-            query = ((block, 1), (0, 0)) if branch else (reads, writes)
+            query = ((block, 1), (0, 0)) if branch else (reads, new_home or writes)
             ctx.set(dut.query_reads, region_value(query[0]))
             ctx.set(dut.query_writes, region_value(query[1]))
+            ctx.set(dut.query_home, new_home is not None)
             ctx.set(dut.ignoring, sum(1 << tag for tag in ignoring))
 
             where = f"seed {seed}, cycle {cycle}"
             expected = model.writers_of(block, frozenset(ignoring)) if branch else \
-                model.dependences(reads, writes, frozenset(ignoring))
+                model.dependences(reads, (0, 0) if new_home else writes, frozenset(ignoring))
             assert ctx.get(dut.depends) == sum(1 << tag for tag in expected), where
             seen["branch writers found"] += branch and bool(expected)
             has_free = None in model.entries
@@ -156,8 +160,8 @@ def test_tracker_matches_model(request, preset, seed):
                                     for home in tlb_homes])
             ctx.set(dut.tlb_alloc, tlb_alloc)
             ctx.set(dut.tlb_alloc_slot, tlb_slot)
-            ctx.set(dut.tlb_alloc_home, region_value(tlb_home))
             await ctx.tick()
+            new_home = tlb_home if tlb_alloc else None
             for slot in leaving:
                 tlb_homes[slot] = None
             if tlb_alloc:
