@@ -80,7 +80,7 @@ class RetireHarness(Harness):
         released, stalled_on_tlb, start = Signal(config.hts.tracker_entries), Signal(), Signal(processes)
         # The search the cycle after a TLB allocation takes the new home as its write
         # query (``HTS._tracker_search``): the slot's ``touches`` column comes from it.
-        speculative, new_home = Signal(), Signal.like(tlb.alloc_entry.home)
+        speculative, new_home = Signal(), Signal.like(tlb.alloc_entry.home, reset_less=True)
         m.d.sync += [speculative.eq(tlb.alloc), new_home.eq(tlb.alloc_entry.home)]
         drained, active, retiring = Signal(processes), Signal(processes), Signal(processes)
         answered = Signal()                      # a TM read accepted last cycle

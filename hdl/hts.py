@@ -471,7 +471,8 @@ class HTS(wiring.Component):
         tracker, enqueue, branch_unit, decode = self.tracker, self.enqueue, self.branch_unit, self.decode
         m.d.sync += Assert(~(decode.enqueue.valid & decode.branch.valid),
                            "a task and a memory branch decoded together would search the tracker together")
-        speculative, home = Signal(), Signal.like(decode.tlb_alloc_entry.home)
+        # The home means something only when ``speculative``: no reset (record_register).
+        speculative, home = Signal(), Signal.like(decode.tlb_alloc_entry.home, reset_less=True)
         m.d.sync += [speculative.eq(decode.tlb_alloc), home.eq(decode.tlb_alloc_entry.home)]
         m.d.comb += tracker.query_home.eq(speculative)
         touched = Cat(*(valid & (overlaps(enqueue.query_writes, entry.reads) | overlaps(enqueue.query_writes, entry.writes))
