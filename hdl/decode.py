@@ -365,7 +365,8 @@ class Decode(wiring.Component):
         (its value comes from an adder or the multiplier): each operand keeps a bit saying
         it names that register, and reads ``last_write``, the bank's last written value,
         instead.
-        Simulation asserts that the operands equal a direct read of the head's registers.
+        Simulation asserts that the operands equal a direct read of the head's registers
+        (the bank's ``expect`` ports).
 
         Returned: the head's operands, and the read ahead of the next head (R[A], R[B],
         R[C] as the bank holds them now, and the three bits), for ``_look_ahead``.
@@ -382,8 +383,8 @@ class Decode(wiring.Component):
         with m.If(bank.write_en):
             m.d.sync += last_write.eq(bank.write_value)
         m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
-        direct = Cat(*(entry_of(bank.values, self._register(field)) for field in fields))
-        m.d.sync += Assert(~head.valid | (Cat(*values) == direct), "operands read ahead are stale")
+        m.d.comb += [bank.expect_en.eq(head.valid), bank.expect_value.eq(Cat(*values)),
+                     bank.expect_index.eq(Cat(*(self._register(field) for field in fields)))]
         return values, ahead
 
     def _register(self, field):
@@ -831,6 +832,7 @@ class Decode(wiring.Component):
         m.d.sync += state.free_ids.eq((state.free_ids & ~effects.allocated_ids) | self.freed_ids)
         for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):
             restore = self.restore[pid]
+            m.d.comb += bank.live.eq(~state.free_ids)
             with m.If(self.start[pid]):
                 m.d.sync += [spec_mask[pid].eq(0), skip_depth[pid].eq(0), faulted.bit_select(pid, 1).eq(0)]
             with m.Elif(restore.valid):

@@ -3,10 +3,12 @@
 RTL of ``hts.models.gpr``. Decode reads and writes the bank in the cycle it executes a
 control instruction; a speculated memory branch checkpoints the whole bank into the slot
 of its speculation ID, and its misprediction restores it (models/hts.py,
-``_decode_branch`` and ``_squash``).
+``_decode_branch`` and ``_squash``). The values live in distributed RAM, which cannot be
+copied in a cycle; what is checkpointed is a map of which RAM holds each register
+(docs/hardware.md, "The GPR bank in distributed RAM").
 """
 
-from amaranth.hdl import Assert, Module, Signal
+from amaranth.hdl import Assert, Cat, MemoryData, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -14,18 +16,22 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
 from .mutation import mutable
-from .primitives import mux_tree
+from .primitives import lowest_set, mux_tree, record_ram, select
 
-__all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT"]
+__all__ = ["GPRBank", "READ_PORTS", "COUNTER_PORT", "OPERANDS"]
 
 # Decode reads R[A], R[B], R[C] of the next queue head a cycle ahead (ports 0-2), and
 # the counter of the loop top for ``lend`` (port 3).
 READ_PORTS = 4
 COUNTER_PORT = 3
+OPERANDS = 3
+
+# Code 0 of a register's map: it holds zero, in no RAM (a process starts from here).
+ZERO = 0
 
 
 class GPRBank(wiring.Component):
-    """``hts.gprs`` registers of ``REGISTER_BITS`` bits and ``hts.spec_ids`` snapshots.
+    """``hts.gprs`` registers of ``REGISTER_BITS`` bits and ``hts.spec_ids`` checkpoints.
 
     Read ports (combinational, on the values registered at the start of the cycle):
 
@@ -41,21 +47,37 @@ class GPRBank(wiring.Component):
       slot of the lowest free speculation ID in every cycle that has one, so that no
       enable waits for its stall decision; a speculated ``if`` decoded in the cycle
       takes that ID, and its checkpoint is the bank it was decoded with (it writes no
-      register). Slots of free IDs are never read;
+      register);
+    - ``live`` (in, from decode's ID pool; registered): the slots a restore may still
+      read, one bit per speculation ID. A slot turns live only in the cycle after a
+      checkpoint into it, and stays live until after its restore;
     - ``restore_en``, ``restore_slot`` (in, from the branch unit on a misprediction):
-      the bank takes the slot's values. The process does not decode in the cycle of its
-      squash (it resumes at t + 1), so a write then is an error (asserted).
+      the bank takes the live slot's values. The process does not decode in the cycle of
+      its squash (it resumes at t + 1), so a write then is an error (asserted).
 
-    State read by other blocks:
+    Checked in simulation only (the assertion's read ports go with it in synthesis):
 
-    - ``values`` (out): every register (the CPU reads them back at the end of a run).
+    - ``expect_en``, ``expect_index``, ``expect_value`` (in, from decode): the registers
+      ``expect_index`` hold ``expect_value`` now (decode's operands read a cycle ahead).
+
+    Each register is kept in one of ``spec_ids + 1`` RAMs of ``gprs`` words, one copy per
+    read port, or is zero; a 2-bit (or wider) code per register says which, and the
+    codes alone are copied by a checkpoint and loaded by a restore. A write goes to the
+    lowest RAM that holds the register for no live checkpoint and not for this cycle's
+    checkpoint: those name at most ``spec_ids`` RAMs, so one is always left.
+    :meth:`peek` reads the registers back in a testbench.
     """
 
     def __init__(self, config: SystemConfig):
-        self._slots = config.hts.spec_ids
-        bank = data.ArrayLayout(REGISTER_BITS, config.hts.gprs)
+        hts = config.hts
+        self._slots = hts.spec_ids
+        self._count = hts.gprs
+        self._rams = [MemoryData(shape=REGISTER_BITS, depth=max(2, hts.gprs), init=[])
+                      for _ in range(hts.spec_ids + 1)]
+        self._map = data.ArrayLayout(bits_for(len(self._rams) + 1), hts.gprs)
+        self._codes = Signal(self._map, name="codes")
         index = config.widths.gpr_index
-        slot = bits_for(config.hts.spec_ids)
+        slot = bits_for(hts.spec_ids)
         super().__init__({
             "read_index": In(data.ArrayLayout(index, READ_PORTS)),
             "read_value": Out(data.ArrayLayout(REGISTER_BITS, READ_PORTS)),
@@ -64,30 +86,69 @@ class GPRBank(wiring.Component):
             "write_value": In(REGISTER_BITS),
             "checkpoint_en": In(1),
             "checkpoint_slot": In(slot),
+            "live": In(hts.spec_ids),
             "restore_en": In(1),
             "restore_slot": In(slot),
-            "values": Out(bank),
+            "expect_en": In(1),
+            "expect_index": In(data.ArrayLayout(index, OPERANDS)),
+            "expect_value": In(data.ArrayLayout(REGISTER_BITS, OPERANDS)),
         })
-        self._bank = bank
 
     def elaborate(self, platform):
         m = Module()
-        for port in range(READ_PORTS):
-            m.d.comb += self.read_value[port].eq(mux_tree(self.values, self.read_index[port]))
+        codes = self._codes
+        # A snapshot is read only by the restore of a live checkpoint, which wrote it: no
+        # reset (record_register, hdl/primitives.py), neither at rst nor at a process start.
+        snapshots = Signal(data.ArrayLayout(self._map, self._slots), reset_less=True)
+        target = self._write_target(m, snapshots)
+        writes = [self.write_en & (target == ram + 1) for ram in range(len(self._rams))]
+        indices = [*self.read_index, *self.expect_index]
+        words = [record_ram(m, f"ram{ram}", REGISTER_BITS, contents.depth, self.write_index, write,
+                            self.write_value, indices, contents=contents)
+                 for ram, (contents, write) in enumerate(zip(self._rams, writes))]
+        values = [self._read(codes, index, [ram_words[port] for ram_words in words])
+                  for port, index in enumerate(indices)]
+        m.d.comb += self.read_value.eq(Cat(*values[:READ_PORTS]))
 
         # Checked at the edge, where the operations land.
         m.d.sync += [
             Assert(~(self.restore_en & self.write_en), "GPR restore together with a write"),
+            Assert(~self.restore_en | self.live.bit_select(self.restore_slot, 1), "GPR restore of a free slot"),
+            Assert(~self.expect_en | (Cat(*values[READ_PORTS:]) == self.expect_value.as_value()),
+                   "operands read ahead are stale"),
         ]
-        # A snapshot is read only by the restore of the checkpoint that wrote it: no reset
-        # (record_register, hdl/primitives.py), neither at rst nor at a process start.
-        snapshots = Signal(data.ArrayLayout(self._bank, self._slots), reset_less=True)
         with m.If(self.checkpoint_en):
-            m.d.sync += snapshots[self.checkpoint_slot].eq(self.values)
+            m.d.sync += snapshots[self.checkpoint_slot].eq(codes)
         # Never together with a write (asserted above); were it, the squashed path's write
         # would be the one to drop.
         with m.If(mutable("gpr_restore_lost", self.restore_en, 0)):
-            m.d.sync += self.values.eq(snapshots[self.restore_slot])
+            m.d.sync += codes.eq(snapshots[self.restore_slot])
         with m.Elif(self.write_en):
-            m.d.sync += self.values[self.write_index].eq(self.write_value)
+            m.d.sync += codes[self.write_index].eq(target)
         return m
+
+    def _write_target(self, m: Module, snapshots):
+        """The code of the RAM a write goes to: the lowest that no live checkpoint, and
+        not this cycle's checkpoint, names for the register written."""
+        index = self.write_index
+        claims = [(mutable("gpr_write_over_checkpoint", self.live[slot], 0), mux_tree(snapshots[slot], index))
+                  for slot in range(self._slots)]
+        claims.append((self.checkpoint_en, mux_tree(self._codes, index)))
+        taken = Cat(*(Cat(*(enabled & (code == ram + 1) for enabled, code in claims)).any()
+                      for ram in range(len(self._rams))))
+        target = Signal(range(len(self._rams) + 1), name="write_target")
+        m.d.comb += target.eq(lowest_set(~taken) + 1)
+        return target
+
+    @staticmethod
+    def _read(codes, index, ram_words):
+        """The register ``index`` names: the word of the RAM its code names, zero for
+        :data:`ZERO`."""
+        code = mux_tree(codes, index)
+        return select([code == ram + 1 for ram in range(len(ram_words))], ram_words)
+
+    def peek(self, ctx) -> list[int]:
+        """The registers, as a testbench's simulation context reads them now."""
+        codes = ctx.get(self._codes)
+        return [0 if codes[index] == ZERO else ctx.get(self._rams[codes[index] - 1][index])
+                for index in range(self._count)]

@@ -54,6 +54,7 @@ CATALOGUE: dict[str, Mutant] = {mutant.name: mutant for mutant in (
     Mutant("window_room_off_by_one", "hts", "decode forgets the window slot the enqueue stage takes"),
     Mutant("loop_count_off_by_one", "decode", "a loop runs its body once more"),
     Mutant("gpr_restore_lost", "gpr", "a squash does not restore the registers from the checkpoint"),
+    Mutant("gpr_write_over_checkpoint", "gpr", "a write may take the RAM a live checkpoint keeps the register in"),
     Mutant("loop_stack_restore_lost", "loop_stack", "a squash does not restore the loop stack from the checkpoint"),
     Mutant("latency_one_late", "accelerator", "a core is done one cycle after its latency"),
     Mutant("abort_lost", "hts", "a squash does not abort the running tasks it covers"),

@@ -16,7 +16,7 @@ row with its chosen slots, which are valid, before using it.
 import operator
 from functools import reduce
 
-from amaranth.hdl import Cat, Const, Module, Mux, Signal, Value
+from amaranth.hdl import Cat, Const, MemoryData, Module, Mux, Signal, Value
 from amaranth.lib import data
 from amaranth.lib.memory import Memory
 
@@ -164,20 +164,24 @@ def held(m: Module, given, value, name: str) -> Value:
     return Mux(given, value, kept)
 
 
-def record_ram(m: Module, name: str, shape, depth: int, write_addr, write_en, write_data, read_addrs) -> list:
+def record_ram(m: Module, name: str, shape, depth: int, write_addr, write_en, write_data, read_addrs, *,
+               contents: MemoryData | None = None) -> list:
     """Records of ``shape`` written at ``write_addr`` at the clock edge (when ``write_en``)
     and read at each of ``read_addrs`` in the same cycle, without a clock: a memory with
     asynchronous read ports, which Yosys maps to distributed RAM (TRELLIS_DPR16X4 on
     ECP5). A read of the address being written gives the old record. One record is a
     register (a memory without address bits does not lint). No reset: the caller keeps
-    the valid bits (:func:`record_register`).
+    the valid bits (:func:`record_register`). ``contents``, of that shape and depth (at
+    least 2), holds the records where a testbench can read them back.
     """
-    if depth == 1:
+    if contents is not None:
+        assert (contents.shape, contents.depth) == (shape, depth) and depth > 1
+    elif depth == 1:
         register = Signal(shape, name=name, reset_less=True)
         with m.If(write_en):
             m.d.sync += register.eq(write_data)
         return [register for _ in read_addrs]
-    memory = Memory(shape=shape, depth=depth, init=[])
+    memory = Memory(contents) if contents is not None else Memory(shape=shape, depth=depth, init=[])
     m.submodules[name] = memory
     write = memory.write_port()
     m.d.comb += [write.addr.eq(write_addr), write.en.eq(write_en), write.data.eq(write_data)]

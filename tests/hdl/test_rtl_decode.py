@@ -150,7 +150,7 @@ def test_decode_runs_programs_in_order(seed):
         for pid in range(config.hts.processes):
             assert [t for t in decoded if t[0] == pid] == [t for t in reference if t[0] == pid], \
                 f"seed {seed}, process {pid}"
-            registers = ctx.get(decode.gprs[pid].values)
+            registers = decode.gprs[pid].peek(ctx)
             assert tuple(int(value) for value in registers) == expected.registers[pid], f"seed {seed}, pid {pid}"
 
     run(front, bench)
