@@ -8,7 +8,7 @@ copied in a cycle; what is checkpointed is a map of which RAM holds each registe
 (docs/hardware.md, "The GPR bank in distributed RAM").
 """
 
-from amaranth.hdl import Assert, Cat, MemoryData, Module, Signal
+from amaranth.hdl import Assert, Cat, MemoryData, Module, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -110,11 +110,12 @@ class GPRBank(wiring.Component):
                   for port, index in enumerate(indices)]
         m.d.comb += self.read_value.eq(Cat(*values[:READ_PORTS]))
 
-        # Checked at the edge, where the operations land.
+        # Checked at the edge, where the operations land; a reset cycle lands none of them.
         m.d.sync += [
-            Assert(~(self.restore_en & self.write_en), "GPR restore together with a write"),
-            Assert(~self.restore_en | self.live.bit_select(self.restore_slot, 1), "GPR restore of a free slot"),
-            Assert(~self.expect_en | (Cat(*values[READ_PORTS:]) == self.expect_value.as_value()),
+            Assert(ResetSignal() | ~(self.restore_en & self.write_en), "GPR restore together with a write"),
+            Assert(ResetSignal() | ~self.restore_en | self.live.bit_select(self.restore_slot, 1),
+                   "GPR restore of a free slot"),
+            Assert(ResetSignal() | ~self.expect_en | (Cat(*values[READ_PORTS:]) == self.expect_value.as_value()),
                    "operands read ahead are stale"),
         ]
         with m.If(self.checkpoint_en):

@@ -41,6 +41,7 @@ BLOCKS = {
     "enqueue": "enqueue:EnqueueHarness",
     "branch_unit": "branch_unit:BranchUnitHarness",
     "retire": "retire:RetireHarness",
+    "gpr": "gpr:GprHarness",
 }
 
 #: The configurations proved when none is given: the one-entry preset and ``small``, a

@@ -13,7 +13,8 @@ from hts.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve_confi
 
 pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")
 
-# Each takes 3 to 10 s on a 2-core machine; the CDB on tiny (ten tickets) about 12 s, the
+# Each takes 3 to 12 s on a 2-core machine (the GPR bank's bounded check on small the
+# longest); the CDB on tiny (ten tickets) about 12 s, tiny's GPR bank 52 s, the
 # branch unit's squash (a 28-cycle base case) 12 s, the retire bound 18 s and the pipeline
 # on small one to one and a half minutes, so they and the rest of the second
 # configuration run with -m slow.
@@ -23,7 +24,7 @@ QUICK = [("small", "window", "age_order"), ("small", "window", "squash"),
          ("small", "tlb", "age_order"), ("small", "tlb", "picks"), ("small", "tlb", "copy_back"),
          ("small", "tlb", "squash"), ("small", "enqueue", "squash"),
          ("small", "asr", "status"), ("small", "cdb", "grants"), ("small", "cdb", "latency"),
-         ("small", "dispatch", "dispatch")]
+         ("small", "dispatch", "dispatch"), ("small", "gpr", "reads")]
 EVERY = [(config, block, group.name) for config in CONFIGS for block in BLOCKS
          for group in harness_class(block).GROUPS if group.runs_on(resolve_config(config))]
 
@@ -65,6 +66,9 @@ def test_every_other_proof_passes(config, block, group):
     ("small", "branch_unit", "squash", "alloc_mask_not_squashed", "assert no_slot_left_under_a_squashed_id"),
     # A drained process that allocates a tag again has a tag in flight while watched.
     ("small", "retire", "bound", "drained_process_allocates_nothing", "assert process_1_no_tag_in_flight"),
+    # A slot turning live without a checkpoint holds whatever it held: its restore reads
+    # RAM words written since.
+    ("small", "gpr", "reads", "live_after_checkpoint", "assert every_port_reads_its_register"),
 ])
 def test_a_proof_fails_without_its_assumption(tmp_path, config, block, group, dropped, caught):
     result = prove_group(resolve_config(config), config, block, group, drop={dropped}, timeout_s=300,
@@ -93,6 +97,8 @@ CAUGHT_MUTANTS = [
     # A confirmed ID's set of queued tags keeps them (hdl/hts.py's queued_tag_sets, which
     # the harness calls): the kept sets no longer equal the queues' (4 s, from reset).
     ("small", "pipeline", "records", "queued_sets_keep_confirmed", "assert kept_tag_sets_are_the_queues"),
+    ("small", "gpr", "reads", "gpr_write_over_checkpoint", "assert every_port_reads_its_register"),
+    ("small", "gpr", "reads", "gpr_restore_lost", "assert every_port_reads_its_register"),
 ]
 SLOW_CAUGHT_MUTANTS = [
     ("small", "pipeline", "records", "dispatch_ignores_busy", "assert record_count_changes_only_by_arrivals_and_releases"),
