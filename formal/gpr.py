@@ -18,17 +18,16 @@ class GprHarness(Harness):
     back at a restore (``hts.models.gpr``, and this block before it moved to RAM).
 
     The free inputs keep decode's contract: a checkpoint goes into a slot (one of
-    ``spec_ids``) no restore may read; a slot turns live only in the cycle after a checkpoint into it, and any live
-    slot may be freed; a restore reads a live slot and comes with no write; decode's
-    operand check names what the registers hold. ``reads`` checks every read port against
-    the reference in every cycle, from reset, to a bounded depth: the RAMs' contents are
-    not visible to an induction.
+    ``spec_ids``) no restore may read; a slot turns live only in the cycle after a
+    checkpoint into it, and any live slot may be freed; a restore reads a live slot and
+    comes with no write; decode's operand check names what the registers hold. ``reads``
+    checks every read port against the reference in every cycle, from reset, to a bounded
+    depth: the RAMs' contents are not visible to an induction.
     """
 
     GROUPS = (PropertyGroup("reads", "bmc", 6, cover_depth=6),)
     ASSUMPTIONS = ("checkpoint_into_free_slot", "live_after_checkpoint", "restore_from_live_slot",
-                   "restore_without_write", "expected_operands_held",
-                   "two_bit_values")
+                   "restore_without_write", "expected_operands_held", "two_bit_values")
 
     def build(self, m: Module):
         hts = self.config.hts
