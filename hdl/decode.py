@@ -30,6 +30,12 @@ from .primitives import entry_of, lowest_set, wire
 
 __all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout"]
 
+# The reserved IDs fill the top of the ID space, an aligned block: an ID is reserved when
+# its bits above the block's low bits are the first reserved ID's.
+_ID_SPACE = 1 << Instruction.as_shape().members["accel_id"]
+_RESERVED_ID_LOW_BITS = (_ID_SPACE - FIRST_RESERVED_ACCEL_ID).bit_length() - 1
+assert FIRST_RESERVED_ACCEL_ID + (1 << _RESERVED_ID_LOW_BITS) == _ID_SPACE
+
 
 def head_layout(config: SystemConfig) -> data.StructLayout:
     """A task queue's head as decode sees it: whether there is one, and the entry."""
@@ -445,7 +451,9 @@ class Decode(wiring.Component):
     @staticmethod
     def _opcode(m: Module, accel_id) -> Signal:
         opcode = Signal(Opcode)
-        with m.If(accel_id >= FIRST_RESERVED_ACCEL_ID):
+        # Not ``accel_id >= FIRST_RESERVED_ACCEL_ID``: Yosys makes a range compare a carry
+        # chain, in front of every control decision (tiny's path, docs/hardware.md).
+        with m.If(accel_id[_RESERVED_ID_LOW_BITS:] == FIRST_RESERVED_ACCEL_ID >> _RESERVED_ID_LOW_BITS):
             with m.Switch(accel_id):
                 for op, reserved_id in RESERVED_ACCEL_ID.items():
                     with m.Case(reserved_id):
