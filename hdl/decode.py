@@ -19,7 +19,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, FaultCause, Instruction, Opcode
 
-from .gpr import COUNTER_PORT, GPRBank
+from .gpr import COUNTER_PORT, OPERANDS, GPRBank
 from .interfaces import (BranchKind, HeadSource, Stall, branch_layout, decoded_signature, fault_layout,
                          fetch_pc_width, loop_frame_layout, queue_entry_layout, region_layout, restore_layout,
                          tlb_checks_layout, tlb_lookahead_layout, tlb_request_layout, tracker_entry_layout,
@@ -378,11 +378,11 @@ class Decode(wiring.Component):
         R[C] as the bank holds them now, and the three bits), for ``_look_ahead``.
         """
         bank, upcoming, head = self.gprs[pid], self.upcoming[pid], self.head[pid]
-        operands = Signal(data.ArrayLayout(REGISTER_BITS, 3), name=f"operands{pid}", reset_less=True)
-        written = Signal(3, name=f"operands_written{pid}")
+        operands = Signal(data.ArrayLayout(REGISTER_BITS, OPERANDS), name=f"operands{pid}", reset_less=True)
+        written = Signal(OPERANDS, name=f"operands_written{pid}")
         last_write = Signal(REGISTER_BITS, name=f"last_write{pid}", reset_less=True)
         ahead = self._read_ahead(m, bank, upcoming.word)
-        values = [Mux(written[port], last_write, operands[port]) for port in range(3)]
+        values = [Mux(written[port], last_write, operands[port]) for port in range(OPERANDS)]
         fields = (head.word.a, head.word.b, head.word.c)
         with m.If(self.pop[pid] | ~head.valid):
             m.d.sync += Cat(operands, written).eq(Cat(*ahead))
