@@ -40,17 +40,22 @@ in the cycle its last awaited tag is released (``broadcast``), its search cycle 
 when its writers are all being squashed. In that cycle ``read_valid[i]`` is set with
 ``read_block[i]`` (both combinational: from the search, or from ``broadcast``),
 and the memory answers exactly ``timing.memory_latency`` cycles later on
-``read_data[i]``, in the slot's resolution cycle, where the compare uses it at once.
-With a latency of 1 this is a block RAM's synchronous read port (address in cycle *s*,
-data in *s + 1*); a longer latency adds pipeline registers. The word must be the block's
-first word as it stands in the resolution cycle, after that cycle's completions, which
-is when the model reads it; under the model's rules only a write by another process,
-which the branch does not wait for, could land between request and answer. Every slot
-may start a read in the same cycle (one released tag can wake every branch waiting on
-it) and every slot may resolve in the same cycle, as in the model: the cost is
-``spec_ids + processes`` read lanes and as many 32-bit comparators. Fewer lanes would
-serialise reads, which the model would have to do too (microarchitecture.md, *Open
-points*).
+``read_data[i]``, in the slot's compare cycle. With a latency of 1 this is a block
+RAM's synchronous read port (address in cycle *s*, data in *s + 1*); a longer latency
+adds pipeline registers. The word must be the block's first word as it stands in the
+compare cycle, after that cycle's completions, which is when the model reads it; under
+the model's rules only a write by another process, which the branch does not wait for,
+could land between request and answer. Every slot may start a read in the same cycle
+(one released tag can wake every branch waiting on it) and every slot may resolve in
+the same cycle, as in the model: the cost is ``spec_ids + processes`` read lanes and as
+many 32-bit comparators. Fewer lanes would serialise reads, which the model would have
+to do too (microarchitecture.md, *Open points*).
+
+**The compare is registered.** Every slot compares its operands every cycle (the read
+lane's word, or X for RR) into ``compared``; a branch resolves the cycle after its
+compare (``hts.models.branch_unit.OUTCOME_DELAY``): RR two cycles after decode, a
+memory branch ``timing.memory_latency + 1`` cycles after its read starts. So the
+32-bit compare and the resolution that fans out to every queue are in different cycles.
 
 Ports. From decode (lands at the edge):
 
@@ -104,9 +109,10 @@ edge, its record stays until its ID is free again, for the trace):
   taken branch (now) or a squash sends fetch to the target; never both, since the squash
   removes the unspeculated branch, the youngest of its process.
 
-Nothing decided by a compare now leaves this unit in the same cycle but ``confirm``,
-``taken`` and ``resolving``: the squash's kill in window, stations and shells, and the
-restore in decode's pick, start from registers.
+Nothing decided by a compare leaves this unit in the cycle of the compare; a
+resolution leaves it as ``confirm``, ``taken`` and ``resolving`` and ``squash_next``,
+while the squash's kill in window, stations and shells, and the restore in decode's
+pick, start from registers a cycle later.
 
 State (registered, start of the cycle):
 
@@ -124,6 +130,7 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS, Cond
+from hts.models.branch_unit import OUTCOME_DELAY
 
 from .interfaces import BranchKind, branch_layout, fetch_pc_width, region_layout, restore_layout
 from .mutation import mutable
@@ -137,7 +144,8 @@ def slot_layout(config: SystemConfig) -> data.StructLayout:
 
     ``target``: pc + C, saturated at ``program_words``. ``block``: physical block read (0
     for RR, as in the model). ``waits``: writers not yet released (BR). ``timer``: once
-    ``waits`` is empty, cycles left before the resolution cycle. ``mask``: the IDs the
+    ``waits`` is empty, cycles left before the resolution cycle (up to
+    ``memory_latency + 1``: the read, then the registered compare). ``mask``: the IDs the
     branch is itself under. ``x`` is kept in the per-process slots only.
     """
     widths, hts = config.widths, config.hts
@@ -151,7 +159,7 @@ def slot_layout(config: SystemConfig) -> data.StructLayout:
         "y": REGISTER_BITS,
         "block": widths.phys_block,
         "waits": hts.tracker_entries,
-        "timer": bits_for(config.timing.memory_latency),
+        "timer": bits_for(config.timing.memory_latency + OUTCOME_DELAY),
         "mask": hts.spec_ids,
     })
 
@@ -176,7 +184,9 @@ class BranchUnit(wiring.Component):
         hts, widths = config.hts, config.widths
         self._spec_ids, self._processes = hts.spec_ids, hts.processes
         self._slot_count = slots = hts.spec_ids + hts.processes
-        self._latency = config.timing.memory_latency
+        # Cycles from a read's start, or from an RR branch's arrival, to its resolution.
+        self._memory_wait = config.timing.memory_latency + OUTCOME_DELAY
+        self._register_wait = 1 + OUTCOME_DELAY
         self._home_blocks = config.memory.blocks
         self._layout = slot_layout(config)
         super().__init__({
@@ -233,13 +243,18 @@ class BranchUnit(wiring.Component):
         killed = [wire(m, self.valid[slot] & mutable("branch_squash_spares_nested",
                                                      (entry.mask & self.squash).any(), 0), f"killed_{slot}")
                   for slot, entry in enumerate(self.entries)]
-        due, outcome = [], []
+        # Every slot compares every cycle; the outcome counts in its resolution cycle, the
+        # next (one register: OUTCOME_DELAY is 1).
+        assert OUTCOME_DELAY == 1
+        compared = Signal(self._slot_count)
+        due = []
         for slot, entry in enumerate(self.entries):
             due.append(wire(m, self.valid[slot] & ~killed[slot] & ~self._searching[slot] & ~entry.waits.any()
                              & (entry.timer == 0), f"due_{slot}"))
             data_word = self.read_data[slot]
             x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
-            outcome.append(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
+            m.d.sync += compared[slot].eq(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
+        outcome = list(compared)
         # A younger branch of a misprediction does not resolve (the squash removes it next
         # cycle). Every mispredicted ID counts, even one itself under an older one: whatever
         # it would hold back holds the older ID too.
@@ -306,8 +321,8 @@ class BranchUnit(wiring.Component):
             arrival.x.eq(new.x),
             arrival.y.eq(new.y),
             arrival.block.eq(Mux(register_read, 0, new.block)),
-            # RR resolves the next cycle; a memory read takes memory_latency from its search.
-            arrival.timer.eq(Mux(register_read, 0, self._latency - 1)),
+            # RR compares the next cycle; a memory branch's timer starts at its search.
+            arrival.timer.eq(Mux(register_read, self._register_wait - 1, self._memory_wait - 1)),
             # Bits confirmed this cycle leave the new branch's mask too.
             arrival.mask.eq(new.mask & ~self.confirm),
         ]
@@ -351,7 +366,7 @@ class BranchUnit(wiring.Component):
             with m.If(searching & self.writers.any()):
                 m.d.comb += staying.kind.eq(BranchKind.BR)
             with m.If(wakes):
-                m.d.comb += staying.timer.eq(self._latency - 1)
+                m.d.comb += staying.timer.eq(self._memory_wait - 1)
             with m.Elif(~searching & ~entry.waits.any() & (entry.timer != 0)):
                 m.d.comb += staying.timer.eq(entry.timer - 1)
 

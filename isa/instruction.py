@@ -39,7 +39,7 @@ class TaskControl(data.Struct):
 class BranchControl(data.Struct):
     """K of an ``if``: condition, whether it may be speculated, and where X comes from.
 
-    ``memory`` = 0: X = R[A] (register-read branch, resolved in place with a bubble).
+    ``memory`` = 0: X = R[A] (register-read branch, resolved in place with two bubbles).
     ``memory`` = 1: X = first word of memory block A (memory-read branch, or bus-read
     when an in-flight task will write that block).
     """

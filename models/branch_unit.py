@@ -1,12 +1,14 @@
 """Branch unit: resolves ``if`` instructions that decode could not resolve at once.
 
-Kinds (docs/isa.md): RR compares registers, resolved the cycle after decode (the
-one-cycle bubble). A memory branch's physical block is translated at decode; the next
-cycle the branch unit searches the memory tracker for the block's writers (a cycle of
-its own, so that decode does one associative search). With none it is MR: it reads the
-first word of the block, resolved ``timing.memory_latency`` cycles after that search.
+Kinds (docs/isa.md): RR compares registers the cycle after decode. A memory branch's
+physical block is translated at decode; the next cycle the branch unit searches the
+memory tracker for the block's writers (a cycle of its own, so that decode does one
+associative search). With none it is MR: it reads the first word of the block, which
+arrives ``timing.memory_latency`` cycles after that search and is compared then.
 Otherwise it is BR: it waits until every writer has been broadcast on the CDB, then
 reads the block like MR. The operands that come from registers are captured at decode.
+The compare is registered: every branch resolves the cycle after its compare
+(``OUTCOME_DELAY``), so that nothing a compare decides acts in its own cycle.
 
 A speculated MR or BR branch holds a speculation ID and a checkpoint of the process's
 GPRs and loop stack; its process decodes on down the not-taken path meanwhile.
@@ -29,7 +31,10 @@ from .memory_tracker import MemoryTracker
 if TYPE_CHECKING:       # decode.py imports this module for PendingBranch
     from .decode import ProcessContext
 
-__all__ = ["PendingBranch", "Checkpoint", "BranchUnit", "Resolution"]
+__all__ = ["PendingBranch", "Checkpoint", "BranchUnit", "Resolution", "OUTCOME_DELAY"]
+
+# Cycles from a branch's compare to its resolution: the outcome is registered.
+OUTCOME_DELAY = 1
 
 
 @dataclass(frozen=True)
@@ -49,6 +54,7 @@ class PendingBranch:
     x: int | None = None              # R[A] at decode, for RR
     waits_for: set[int] = field(default_factory=set)   # BR: writers not yet broadcast
     resolves_at: int | None = None    # cycle of resolution, once known
+    taken: bool | None = None         # the outcome, compared OUTCOME_DELAY cycles before resolves_at
     block: int = 0                    # MR/BR: physical block read (TM when remapped)
     searched: bool = True             # a memory branch's writers are searched the cycle after decode
     mask: int = 0                     # speculation IDs it is itself under
@@ -69,7 +75,7 @@ class PendingBranch:
         if writers:
             self.kind, self.waits_for = "BR", set(writers)
         else:
-            self.kind, self.resolves_at = "MR", t + latency
+            self.kind, self.resolves_at = "MR", t + latency + OUTCOME_DELAY
         self.searched = True
 
 
@@ -95,7 +101,7 @@ class BranchUnit:
         and, with a ``spec_id`` from decode's pool, is speculated not taken."""
         branch = PendingBranch(proc.pid, pc, word, "RR", proc.gprs[word.b], mask=proc.spec_mask)
         if not word.memory_branch:
-            branch.x, branch.resolves_at = proc.gprs[word.a], t + 1
+            branch.x, branch.resolves_at = proc.gprs[word.a], t + 1 + OUTCOME_DELAY
             proc.branches.append(branch)
             return branch
         branch.kind, branch.block, branch.searched = "MR", tlb.translate_block(word.a, proc.pid), False
@@ -107,12 +113,15 @@ class BranchUnit:
         return branch
 
     def resolve(self, t: int, processes: list["ProcessContext"], memory) -> Resolution:
-        """Last cycle's mispredictions squash; then the branches due now resolve.
+        """Last cycle's mispredictions squash; then the branches due now resolve, on the
+        outcomes compared last cycle; then the branches due next cycle compare.
 
         A misprediction takes effect the cycle after its resolution (the squash is
         registered): until then its process decodes on, and what it decodes carries the
         mispredicted ID, so the squash removes it with the rest. A younger branch of the
         process due in the cycle of the misprediction does not resolve: the squash removes it.
+        A memory branch compares the block's first word as it stands in its compare cycle,
+        after that cycle's completions.
         """
         outcome = Resolution()
         for proc in processes:
@@ -121,16 +130,24 @@ class BranchUnit:
                 outcome.squashed.append(proc.mispredicted)
                 proc.mispredicted = None
         for proc in processes:
-            self._resolve_due(t, proc, memory, outcome)
+            self._resolve_due(t, proc, outcome)
+            self._compare(t, proc, memory)
         return outcome
 
-    def _resolve_due(self, t: int, proc: "ProcessContext", memory, outcome: Resolution):
+    @staticmethod
+    def _compare(t: int, proc: "ProcessContext", memory):
+        for branch in proc.branches:
+            if branch.resolves_at == t + OUTCOME_DELAY:
+                x = branch.x if branch.kind == "RR" else memory.first_word(branch.block)
+                branch.taken = branch_taken(branch.word.cond, x, branch.y)
+
+    @staticmethod
+    def _resolve_due(t: int, proc: "ProcessContext", outcome: Resolution):
         doomed = 0          # IDs mispredicted this cycle
         for branch in [b for b in proc.branches if b.resolves_at == t]:
             if branch not in proc.branches or branch.mask & doomed:     # under an older misprediction
                 continue
-            x = branch.x if branch.kind == "RR" else memory.first_word(branch.block)
-            taken = branch_taken(branch.word.cond, x, branch.y)
+            taken = branch.taken
             outcome.resolved.append((branch, taken))
             proc.branches.remove(branch)
             if branch.spec_id is None:
@@ -175,7 +192,7 @@ class BranchUnit:
                 if branch.kind == "BR" and branch.waits_for:
                     branch.waits_for -= released
                     if not branch.waits_for:
-                        branch.resolves_at = t + self.memory_latency
+                        branch.resolves_at = t + self.memory_latency + OUTCOME_DELAY
 
     def confirm(self, spec_id: int, processes: list["ProcessContext"]):
         """The ID leaves the masks of the processes and their branches."""

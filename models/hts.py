@@ -29,7 +29,7 @@ from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
 
 from .accelerator import AcceleratorFunctions
 from .asr import AcceleratorStatus, Running
-from .branch_unit import BranchUnit, PendingBranch
+from .branch_unit import OUTCOME_DELAY, BranchUnit, PendingBranch
 from .cdb import CommonDataBus
 from .control import Fault
 from .copy_back import CopyBackEngine, retarget_task, transfer_cycles
@@ -374,7 +374,8 @@ class HTSModel:
 
     def _next_event(self) -> int | None:
         times = [run.finishes for run in self.in_progress]
-        times += [b.resolves_at for p in self.processes for b in p.branches if b.resolves_at is not None]
+        times += [time for p in self.processes for b in p.branches if b.resolves_at is not None
+                  for time in (b.resolves_at - OUTCOME_DELAY, b.resolves_at)]
         times += [p.resume_at for p in self.processes]
         times.append(self.decode.free_at)
         if self.copy_back.under_way is not None:

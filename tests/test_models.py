@@ -356,7 +356,7 @@ def test_mul_keeps_decode_busy_for_a_cycle(default_config):
     assert decode_cycle["mul"] == decode_cycle["add"] + 1
 
 
-def test_register_branch_costs_one_bubble(default_config):
+def test_register_branch_costs_two_bubbles(default_config):
     straight = "mov 1 0 r1 0 0 0 0\nreal_fir 10 1 40 1 0 0 0 0\n"
     branchy = "mov 1 0 r1 0 0 0 0\nif r1 r1 1 0 0 0 1 0\nreal_fir 10 1 40 1 0 0 0 0\n"  # RR NEQ: not taken
     decode_cycle = []
@@ -365,7 +365,8 @@ def test_register_branch_costs_one_bubble(default_config):
         decode_cycle.append(result.trace.of("decode")[0].cycle)
         kinds = [e.fields["kind"] for e in result.trace.of("branch")]
     assert kinds == ["RR"]
-    assert decode_cycle[1] == decode_cycle[0] + 2   # one cycle for the if, one bubble
+    # One cycle for the if, one for its registered compare, one to resolve.
+    assert decode_cycle[1] == decode_cycle[0] + 3
 
 
 def test_long_latencies_are_fast_forwarded(default_config):

@@ -28,7 +28,7 @@ from hts.models.tlb import TLBEntry
 
 # The large scheduler simulates slowly (12 slots, four processes): fewer cycles there,
 # where four processes make more happen per cycle anyway.
-RUNS = [*((preset, seed, 1000) for preset in ("default", "tiny") for seed in range(3)),
+RUNS = [*((preset, seed, 1500) for preset in ("default", "tiny") for seed in range(3)),
         *((preset, seed, 500) for preset in ("large", "quick") for seed in range(2))]
 BLOCKS = 6             # blocks used at home and in TM: small, so that retargets meet branches
 # Operands near the edges of a signed compare, and equal values, often.
