@@ -56,6 +56,10 @@ lane's word, or X for RR) into ``compared``; a branch resolves the cycle after i
 compare (``hts.models.branch_unit.OUTCOME_DELAY``): RR two cycles after decode, a
 memory branch ``timing.memory_latency + 1`` cycles after its read starts. So the
 32-bit compare and the resolution that fans out to every queue are in different cycles.
+Whether a slot is due is a register too (``_ready``: its timer run out, no writer
+awaited, no search), set a cycle ahead from the slot's own state, so the resolution
+starts from flip-flops, and the tracker search's result reaches the slot's waits and
+the read request but not its timer.
 
 Ports. From decode (lands at the edge):
 
@@ -144,9 +148,10 @@ def slot_layout(config: SystemConfig) -> data.StructLayout:
 
     ``target``: pc + C, saturated at ``program_words``. ``block``: physical block read (0
     for RR, as in the model). ``waits``: writers not yet released (BR). ``timer``: once
-    ``waits`` is empty, cycles left before the resolution cycle (up to
-    ``memory_latency + 1``: the read, then the registered compare). ``mask``: the IDs the
-    branch is itself under. ``x`` is kept in the per-process slots only.
+    ``waits`` is empty, cycles left before the resolution cycle (the read, then the
+    registered compare); ``memory_latency`` while a memory branch searches or waits, so
+    that waking loads nothing. ``mask``: the IDs the branch is itself under. ``x`` is
+    kept in the per-process slots only.
     """
     widths, hts = config.widths, config.hts
     return data.StructLayout({
@@ -229,6 +234,8 @@ class BranchUnit(wiring.Component):
         m = Module()
         # One-hot: the slot whose memory branch was decoded last cycle searches the tracker now.
         self._searching = Signal(self._slot_count)
+        # Per slot: its timer has run out and it waits for nothing (``_ready``).
+        self._ready = Signal(self._slot_count)
         mispredicting, killed = self._resolve(m)
         self._per_process(m, mispredicting)
         allocated, arrival = self._arrival(m)
@@ -247,10 +254,9 @@ class BranchUnit(wiring.Component):
         # next (one register: OUTCOME_DELAY is 1).
         assert OUTCOME_DELAY == 1
         compared = Signal(self._slot_count)
-        due = []
+        due = [wire(m, self.valid[slot] & self._ready[slot] & ~killed[slot], f"due_{slot}")
+               for slot in range(self._slot_count)]
         for slot, entry in enumerate(self.entries):
-            due.append(wire(m, self.valid[slot] & ~killed[slot] & ~self._searching[slot] & ~entry.waits.any()
-                             & (entry.timer == 0), f"due_{slot}"))
             data_word = self.read_data[slot]
             x = data_word if slot < spec_ids else Mux(entry.kind == BranchKind.RR, entry.x, data_word)
             m.d.sync += compared[slot].eq(_branch_taken(m, entry.cond, x, entry.y, f"slot_{slot}"))
@@ -321,7 +327,7 @@ class BranchUnit(wiring.Component):
             arrival.x.eq(new.x),
             arrival.y.eq(new.y),
             arrival.block.eq(Mux(register_read, 0, new.block)),
-            # RR compares the next cycle; a memory branch's timer starts at its search.
+            # RR compares the next cycle; a memory branch's timer counts from its wake-up.
             arrival.timer.eq(Mux(register_read, self._register_wait - 1, self._memory_wait - 1)),
             # Bits confirmed this cycle leave the new branch's mask too.
             arrival.mask.eq(new.mask & ~self.confirm),
@@ -349,6 +355,18 @@ class BranchUnit(wiring.Component):
         hit = wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
         return hit, Mux(hit, block - tm.base + home.base, block)
 
+    def _ready_next(self, m: Module, slot: int, entry):
+        """The slot's ``_ready`` bit, registered a cycle ahead from its own state: a slot
+        filled now starts its timer at 1 or more, and a waiting one holds its start value
+        (``memory_latency``, at least 1), so only a slot at 1 or 0 that waits for nothing
+        is ready next."""
+        waiting = self._searching[slot] | entry.waits.any()
+        m.d.sync += [self._ready[slot].eq(self.valid[slot] & ~waiting & (entry.timer < 2)),
+                     Assert(~self.valid[slot] | (self._ready[slot] == (~waiting & (entry.timer == 0))),
+                            "a slot's registered readiness disagrees with its timer"),
+                     Assert(~self.valid[slot] | ~waiting | (entry.timer == self._memory_wait - 1),
+                            "a waiting slot's timer left its start value")]
+
     def _update_slots(self, m: Module, killed, allocated, arrival):
         """Next state of every slot, its memory read, and whether TM is still read."""
         # A slot's record means something only while its valid bit is set: no reset
@@ -365,10 +383,11 @@ class BranchUnit(wiring.Component):
                          staying.mask.eq(entry.mask & ~self.confirm)]
             with m.If(searching & self.writers.any()):
                 m.d.comb += staying.kind.eq(BranchKind.BR)
-            with m.If(wakes):
-                m.d.comb += staying.timer.eq(self._memory_wait - 1)
-            with m.Elif(~searching & ~entry.waits.any() & (entry.timer != 0)):
+            # A memory branch's timer holds its start value from its arrival until it wakes,
+            # so waking loads nothing: the tracker search stops at the read request.
+            with m.If(~searching & ~entry.waits.any() & ~self._ready[slot]):
                 m.d.comb += staying.timer.eq(entry.timer - 1)
+            self._ready_next(m, slot, entry)
 
             incoming = Signal(self._layout, name=f"incoming_{slot}")
             m.d.comb += incoming.eq(Mux(allocated[slot], arrival, staying))
