@@ -128,7 +128,7 @@ State (registered, start of the cycle):
   of the cycle reads a TM block.
 """
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -361,10 +361,12 @@ class BranchUnit(wiring.Component):
         (``memory_latency``, at least 1), so only a slot at 1 or 0 that waits for nothing
         is ready next."""
         waiting = self._searching[slot] | entry.waits.any()
+        # Invariants of the state, so not in the reset cycle, whose state may be anything.
+        settled = ResetSignal() | ~self.valid[slot]
         m.d.sync += [self._ready[slot].eq(self.valid[slot] & ~waiting & (entry.timer < 2)),
-                     Assert(~self.valid[slot] | (self._ready[slot] == (~waiting & (entry.timer == 0))),
+                     Assert(settled | (self._ready[slot] == (~waiting & (entry.timer == 0))),
                             "a slot's registered readiness disagrees with its timer"),
-                     Assert(~self.valid[slot] | ~waiting | (entry.timer == self._memory_wait - 1),
+                     Assert(settled | ~waiting | (entry.timer == self._memory_wait - 1),
                             "a waiting slot's timer left its start value")]
 
     def _update_slots(self, m: Module, killed, allocated, arrival):
