@@ -3,7 +3,7 @@
 :func:`build` converts :class:`hts.cosim.top.CosimTop` to Verilog, wraps it in
 :func:`hts.cosim.top.clocked_wrapper` and compiles both with Verilator through
 ``cocotb_tools.runner``. The build lives in a cache folder named by a
-hash of the configuration, the RTL sources and the Verilator version
+hash of the configuration, the RTL sources (as this process imported them) and the Verilator version
 (``$HTS_COSIM_CACHE``, default ``~/.cache/hts-cosim``), so the second run of a
 configuration starts at once; runs started together build it once, under a file lock. :func:`cosimulate` runs a :class:`~hts.cosim.scoreboard.Job`
 in one simulator process (the design is reset between runs) and returns the outcomes.
@@ -72,10 +72,16 @@ def _sources_digest() -> str:
     return digest.hexdigest()
 
 
+# Taken once, as the RTL this process elaborates is imported: a process that outlives an
+# edit of the sources (a fuzz's Dask worker) keeps building the code it holds under that
+# code's key, instead of filing it under the edited sources' key for later runs to reuse.
+_SOURCES_DIGEST = _sources_digest()
+
+
 def build_key(config: SystemConfig, waves: bool, axi: bool = False, rtl_classes: tuple[str, ...] = ()) -> str:
     # The active mutant (hts.hdl.mutation) is part of the RTL: each gets a build of its own.
     text = repr((config.memory, config.accelerators, config.hts, config.timing, waves, axi, tuple(rtl_classes),
-                 mutation.active(), _sources_digest(), BUILD_ARGS, verilator_version()))
+                 mutation.active(), _SOURCES_DIGEST, BUILD_ARGS, verilator_version()))
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

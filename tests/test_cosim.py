@@ -282,6 +282,16 @@ def test_two_cosims_started_together_on_an_empty_cache_both_succeed(tmp_path):
     assert len([path for path in (tmp_path / "cache").iterdir() if path.is_dir()]) == 1
 
 
+def test_the_build_key_names_the_sources_as_imported(monkeypatch):
+    """Sources edited after this process imported the RTL do not move its key: a long-lived
+    worker would otherwise file a build of the code it holds under the edited code's key."""
+    from hts.cosim import run as cosim_run
+    config = load_config("tiny")
+    before = cosim_run.build_key(config, False)
+    monkeypatch.setattr(cosim_run, "_python_sources", lambda package: [])     # what the disk holds now
+    assert cosim_run.build_key(config, False) == before
+
+
 def test_a_build_cut_off_is_never_taken_for_finished(tmp_path, monkeypatch):
     """A folder left without its stamp (an interrupted build) is built again from an empty folder."""
     from hts.cosim import run as cosim_run
