@@ -2,7 +2,8 @@
 
 The harness plays the rest of the scheduler: a window and tracker that always have
 room (the enqueue stage is not there), a TLB that holds nothing, and a branch unit that resolves each branch after the
-model's delay (RR the next cycle, memory branches after ``timing.memory_latency``).
+model's delay (RR two cycles later, memory branches ``timing.memory_latency`` + 1
+cycles later: the compare is registered, ``OUTCOME_DELAY``).
 Speculation is off here, so decode never runs ahead of a branch; every task runs its
 accelerator function on the harness's memory the cycle it is decoded. In that setting the
 tasks decode in program order, so their sequence, regions and data digests, and the
@@ -23,6 +24,7 @@ from hts.hdl.interfaces import BranchKind, Stall
 from hts.hdl.task_queue import TaskQueue
 from hts.isa import branch_taken
 from hts.models.accelerator import AcceleratorFunctions
+from hts.models.branch_unit import OUTCOME_DELAY
 from hts.models.executor import run_sequential
 from hts.models.memory import initial_memory
 from hts.progen import random_config, random_programs
@@ -136,7 +138,7 @@ def test_decode_runs_programs_in_order(seed):
                 pid = int(branch.pid)
                 kind = branch.kind
                 x = int(branch.x) if kind == BranchKind.RR else memory.first_word(int(branch.block))
-                delay = 1 if kind == BranchKind.RR else config.timing.memory_latency
+                delay = (1 if kind == BranchKind.RR else config.timing.memory_latency) + OUTCOME_DELAY
                 assert kind != BranchKind.BR and not branch.speculated, where
                 pending[pid] = (cycle + delay, {"cond": branch.cond, "x": x, "y": int(branch.y),
                                                 "target": int(branch.target)})
