@@ -19,8 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import (core_signature, delivered_task_layout, dma_signature, held_task_layout, retarget_layout,
-                         task_record_layout)
+from .interfaces import (core_signature, delivered_task_layout, dma_signature, held_task_layout, region_layout,
+                         retarget_layout, task_record_layout)
 from .mutation import mutable
 from .primitives import record_register
 
@@ -106,6 +106,10 @@ class AcceleratorShell(wiring.Component):
       the shell holds of its task (while ``busy``), with the updates below applied: its
       tag for the broadcast, its mask for the squash's aborts, pid and pc for the trace,
       its output region. The rest of the task goes to the core with ``start`` only;
+    - ``writes`` (out, to the core and the environment, combinational): the output region
+      the core writes to in this cycle: the held task's with this cycle's retarget
+      applied, so that a write in the retarget's cycle, or a completion granted in it,
+      goes home; while idle, the delivered task's;
     - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
       grant; the core's ``done``;
     - ``granted`` (in, from the CDB): the done task is granted this cycle (and broadcast
@@ -127,11 +131,12 @@ class AcceleratorShell(wiring.Component):
     - ``confirm`` (in, from the branch unit): speculation bits to clear from the task's
       mask (confirmed branches), so the squash never aborts it for a reused ID;
     - ``retarget`` (in, from the copy-back engine): ``valid`` and the output ``base`` the
-      task writes instead (home, same size). Allowed only before the core starts writing
-      back: a retarget while ``writeback_started`` (or with no task) is ignored and
-      flagged on ``retarget_refused``;
+      task writes instead (home, same size). Allowed until the cycle in which the core
+      starts writing back (the copy-back engine's test is a cycle old; ``writes`` carries
+      the new base in that cycle already): a retarget after it (or with no task) is
+      ignored and flagged on ``retarget_refused``;
     - ``writeback_started`` (out, to the copy-back engine): the core writes, or has
-      written, its output; the output base is frozen from here on;
+      written, its output; the output base is frozen from the next cycle on;
     - ``retarget_refused`` (out): this cycle's retarget is ignored.
 
     The core (:func:`~hts.hdl.interfaces.core_signature`, e.g. a :class:`LatencyCore`) is
@@ -145,6 +150,7 @@ class AcceleratorShell(wiring.Component):
             "record": In(task_record_layout(config)),
             "busy": Out(1),
             "current": Out(held_task_layout(config)),
+            "writes": Out(region_layout(config)),
             "done": Out(1),
             "granted": In(1),
             "abort": In(1),
@@ -163,7 +169,9 @@ class AcceleratorShell(wiring.Component):
 
         accepting = self.task.valid & self.task.ready
         leaving = self.busy & (self.abort | self.granted & self.done)
-        retargetable = accepting | self.busy & ~self.writeback_started
+        wrote_before = Signal()
+        m.d.sync += wrote_before.eq(self.writeback_started)
+        retargetable = accepting | self.busy & ~wrote_before
         held = Signal.like(self.current)
         m.d.comb += [
             self.task.ready.eq(~self.busy & self.power_enable),
@@ -173,7 +181,7 @@ class AcceleratorShell(wiring.Component):
             core.start.eq(accepting),
             core.task.eq(self.task.payload),
             core.record.eq(self.record),
-            core.writes.eq(Mux(self.busy, self.current.writes, self.task.payload.writes)),
+            core.writes.eq(self.writes),
             core.release.eq(leaving),
         ]
 
@@ -187,6 +195,9 @@ class AcceleratorShell(wiring.Component):
                      held.eq(kept), held.mask.eq(kept.mask & ~self.confirm)]
         with m.If(self.retarget.valid & retargetable):
             m.d.comb += held.writes.base.eq(self.retarget.base)
+        # An idle shell's core takes the delivered region at its start; a retarget in the
+        # same cycle lands in ``current``, which the core follows from the next cycle.
+        m.d.comb += self.writes.eq(Mux(self.busy, held.writes, self.task.payload.writes))
         # The held task means something only while ``busy``: no reset (record_register, hdl/primitives.py).
         m.d.sync += record_register(m, self.current, "held_task").eq(held)
 

@@ -99,7 +99,9 @@ class TaskLookupBuffer(wiring.Component):
     - ``tracker_valid`` (in, from the memory tracker): the tags in flight; ``touches``
       (in, from the memory tracker): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
       overlap slot ``i``'s home; ``retargetable_tags`` (in, from the copy-back engine):
-      producers that have not started writing back;
+      producers waiting, or computing without having started to write back; registered
+      per slot (its producer's bit), so that the choice and the retarget of the next
+      cycle start from flip-flops;
     - ``copy_valid``, ``copy_index``, ``copy_entry`` (out): the oldest entry that may be
       copied home (resolved, produced, no older overlap, no in-flight access to its home)
       and its slot;
@@ -108,7 +110,7 @@ class TaskLookupBuffer(wiring.Component):
       entry whose producer may still be told to write home (same conditions, its own
       producer's accesses aside; not allocated in the cycle before, whose ``touches`` are
       not ready; not the one chosen the cycle before), and offered if it is still held and
-      unproduced and its producer is still in ``retargetable_tags``.
+      unproduced and its producer was in ``retargetable_tags`` in the cycle before.
 
     State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
     tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
@@ -301,20 +303,23 @@ class TaskLookupBuffer(wiring.Component):
         aside for a retarget. The retarget choice goes to a register, so the age-matrix
         pick and the entry's select are not in series with the rewrite of every range;
         the cycle after, the chosen entry is retargeted if it is still held and
-        unproduced and its producer has not started writing back.
+        unproduced and its producer was retargetable at the end of the cycle before.
+        Whether it was is a register per slot, so neither the choice nor the retarget
+        waits on the accelerators' write-back and the look-up of the producer's tag.
         """
         copyable = Signal(self._count)
         retargetable = Signal(self._count)
+        producer_retargetable = Signal(self._count)
         chosen = self._retarget_choice
         for slot, (entry, valid) in enumerate(zip(self.entries, self.valid)):
+            m.d.sync += producer_retargetable[slot].eq(self.retargetable_tags.bit_select(entry.producer, 1))
             accesses = Cat(*(row[slot] for row in self.touches)) & self.tracker_valid
             free_to_go = valid & ~entry.mask.any() & ~(self._shadowed[slot] & self.valid).any()
             m.d.comb += [
                 copyable[slot].eq(free_to_go & entry.producer_done
                                   & mutable("copyback_ignores_touches", ~accesses.any(), 1)),
                 retargetable[slot].eq(free_to_go & ~self._young[slot] & ~chosen[slot] & ~entry.producer_done
-                                      & ~(accesses & ~(1 << entry.producer)).any()
-                                      & self.retargetable_tags.bit_select(entry.producer, 1)),
+                                      & ~(accesses & ~(1 << entry.producer)).any() & producer_retargetable[slot]),
             ]
         first_copy = oldest(copyable, self.older)
         m.d.comb += [self.copy_valid.eq(copyable.any()), self.copy_index.eq(encode(first_copy)),
@@ -326,8 +331,8 @@ class TaskLookupBuffer(wiring.Component):
         m.d.sync += chosen.eq(Cat(*next_choice))
         chosen_entry = Signal.like(self.retarget_entry)
         m.d.comb += chosen_entry.eq(select(chosen, self.entries))
-        still_wanted = ((chosen & self.valid).any() & ~select(chosen, (e.producer_done for e in self.entries))
-                        & self.retargetable_tags.bit_select(chosen_entry.producer, 1))
+        unproduced = Cat(*(~entry.producer_done for entry in self.entries))
+        still_wanted = (chosen & self.valid & unproduced & producer_retargetable).any()
         m.d.comb += [self.retarget_valid.eq(still_wanted), self.retarget_index.eq(encode(chosen)),
                      self.retarget_entry.eq(chosen_entry)]
         return Mux(still_wanted, chosen, 0)

@@ -46,6 +46,8 @@ class CopyBackStep:
     started: CopyBack | None = None
     finished: TLBEntry | None = None       # copied home: it leaves the TLB
     chosen: TLBEntry | None = None         # the TLB's retarget choice for the next cycle
+    retargetable: frozenset[int] = frozenset()   # producers retargetable next cycle (the RTL's
+                                                 # ``retargetable_tags``, registered by the TLB)
 
     @property
     def progress(self) -> bool:
@@ -56,13 +58,35 @@ class CopyBackEngine:
     def __init__(self, config: SystemConfig):
         self.config = config
         self.under_way: CopyBack | None = None
+        # (cycle, the producers retargetable in the cycle after it), noted by ``step``.
+        self._retargetable: tuple[int, frozenset[int]] | None = None
+
+    def retarget(self, t: int, tlb: TaskLookupBuffer, tracker: MemoryTracker,
+                 waiting: list[DecodedTask], running: list[Running]) -> TLBEntry | None:
+        """This cycle's retarget and the TLB's choice of the next (``retarget_offer``), from
+        the state at the start of the cycle: a retarget applies from the start of its cycle,
+        so a producer granted on the CDB in it writes home.
+
+        A producer is retargetable if at the end of the cycle before it was waiting (from
+        the enqueue stage to a station), or computing without having started to write back,
+        which it does over the last ``transfer_cycles(output)`` cycles of its latency. The
+        hardware registers the test a cycle ahead, per TLB entry, so that neither the
+        choice nor the retarget waits on the accelerators' write-back.
+        ``waiting`` and ``running`` are the tasks at the start of the cycle.
+        """
+        tags = self._retargetable_now(t, waiting, running)
+        return tlb.retarget_offer(busy_regions(tracker), tags, t)
 
     def step(self, t: int, tlb: TaskLookupBuffer, tracker: MemoryTracker, memory: Memory,
-             waiting: list[DecodedTask], running: list[Running], wanted: bool) -> CopyBackStep:
-        """``waiting``: the tasks not dispatched yet; ``running``: those computing. A finishing
-        copy writes ``memory`` now."""
-        retargeted = self._retarget(t, tlb, tracker, waiting, running)
-        effects = {"retargeted": retargeted, "chosen": tlb.retarget_candidate}
+             waiting: list[DecodedTask], running: list[Running], wanted: bool,
+             retargeted: TLBEntry | None = None) -> CopyBackStep:
+        """After this cycle's squash and completions (``waiting``: the tasks not dispatched
+        yet; ``running``: those computing): notes the producers retargetable next cycle, and
+        starts or finishes a copy; a finishing copy writes ``memory`` now. ``retargeted`` is
+        this cycle's retarget (:meth:`retarget`)."""
+        next_tags = self._not_writing(t, waiting, running)
+        self._retargetable = (t, next_tags)
+        effects = {"retargeted": retargeted, "chosen": tlb.retarget_candidate, "retargetable": next_tags}
         if self.under_way is not None:
             if self.under_way.finishes != t:
                 return CopyBackStep(**effects)
@@ -77,17 +101,16 @@ class CopyBackEngine:
         self.under_way = CopyBack(entry, t, t + transfer_cycles(self.config, entry.home[1]))
         return CopyBackStep(**effects, started=self.under_way)
 
-    def _retarget(self, t: int, tlb: TaskLookupBuffer, tracker: MemoryTracker,
-                  waiting: list[DecodedTask], running: list[Running]) -> TLBEntry | None:
-        """A resolved entry whose producer has not started writing it, to send home for free
-        (the TLB's choice of the cycle before: ``TaskLookupBuffer.retarget_offer``).
+    def _retargetable_now(self, t: int, waiting: list[DecodedTask], running: list[Running]) -> frozenset[int]:
+        if self._retargetable is not None and self._retargetable[0] == t - 1:
+            return self._retargetable[1]
+        # The cycle before was skipped: nothing changed in it, so its end is this start.
+        return self._not_writing(t - 1, waiting, running)
 
-        A producer can be retargeted until its accelerator starts writing back, which it
-        does over the last ``transfer_cycles(output)`` cycles of its latency.
-        """
-        not_writing = {task.tag for task in waiting} | {
-            run.task.tag for run in running if run.finishes - t > transfer_cycles(self.config, run.task.writes[1])}
-        return tlb.retarget_offer(busy_regions(tracker), not_writing, t)
+    def _not_writing(self, t: int, waiting: list[DecodedTask], running: list[Running]) -> frozenset[int]:
+        """The tasks waiting, and those computing that have not started writing back at ``t``."""
+        return frozenset({task.tag for task in waiting} | {
+            run.task.tag for run in running if run.finishes - t > transfer_cycles(self.config, run.task.writes[1])})
 
     def finish(self):
         """The end of the cycle in which the copy under way finished."""

@@ -42,7 +42,7 @@ from .memory_tracker import MemoryTracker
 from .observation import CycleView, Occupancy
 from .reservation_station import ReservationStation
 from .timing import DeviceTiming, TableLatency
-from .tlb import TaskLookupBuffer
+from .tlb import TaskLookupBuffer, TLBEntry
 from .trace import Trace
 from .window import DecodedTask, DispatchWindow
 
@@ -120,8 +120,9 @@ class HTSModel:
 
     # ---- completion and the CDB ---------------------------------------------------------
 
-    def _complete(self, t: int) -> list[Running]:
-        """Finishing instances take CDB tickets; the arbiter grants the oldest."""
+    def _complete(self, t: int, retarget: TLBEntry | None) -> list[Running]:
+        """Finishing instances take CDB tickets; the arbiter grants the oldest. A producer
+        retargeted in this cycle writes home."""
         finished = [run for run in self.in_progress if run.finishes == t]
         for run in finished:
             self.in_progress.remove(run)
@@ -129,6 +130,8 @@ class HTSModel:
         granted = self.cdb.grant()
         for run in granted:
             task = run.task
+            if retarget is not None and task.tag == retarget.producer:
+                retarget_task(task, retarget)
             task.data = self.functions.run(self.memory, task.accel_id, *task.reads, *task.writes, task.metadata)
             self.busy_cycles[task.class_index] += run.computing
             self.completed.append(task)
@@ -190,12 +193,12 @@ class HTSModel:
 
     # ---- copy-back engine -----------------------------------------------------------------
 
-    def _copy_back(self, t: int) -> bool:
+    def _copy_back(self, t: int, retarget: TLBEntry | None) -> bool:
         """The engine reads the stall reasons and drain flags registered at the start of the cycle."""
         wanted = any(reason in TLB_STALLS for reason in self._last_stalls.values()) or any(
             drained and any(e.pid == pid for e in self.tlb.entries) for pid, drained in enumerate(self._drained))
-        waiting = [*self._enqueued(), *self.window.tasks, *(task for station in self.stations for task in station.tasks)]
-        done = self.copy_back.step(t, self.tlb, self.tracker, self.memory, waiting, self.in_progress, wanted)
+        done = self.copy_back.step(t, self.tlb, self.tracker, self.memory, self._waiting(), self.in_progress, wanted,
+                                   retarget)
         if done.retargeted is not None:
             entry = self._retargeted = done.retargeted
             self.trace.emit(t, "retarget", pid=entry.pid, tag=entry.producer, home=list(entry.home), tm=entry.tm_base)
@@ -310,6 +313,10 @@ class HTSModel:
         if self.enqueue.task is not None:
             yield self.enqueue.task
 
+    def _waiting(self) -> list[DecodedTask]:
+        """The tasks not dispatched yet: in the enqueue stage, the window and the stations."""
+        return [*self._enqueued(), *self.window.tasks, *(task for station in self.stations for task in station.tasks)]
+
     def _queued_and_running(self):
         yield from self._enqueued()
         yield from self.window.tasks
@@ -349,10 +356,11 @@ class HTSModel:
         broadcast = self.cdb.broadcast_tags
         self._released_tags |= broadcast
         self._released_instances += [(run.task.class_index, run.instance) for run in self.cdb.broadcasting]
-        granted = self._complete(t)
+        retarget = self.copy_back.retarget(t, self.tlb, self.tracker, self._waiting(), self.in_progress)
+        granted = self._complete(t, retarget)
         progress |= bool(self.cdb.broadcasting) | bool(granted) | self._resolve_branches(t)
         self.branch_unit.search(t, self.processes, self.tracker, broadcast)
-        progress |= self._copy_back(t)
+        progress |= self._copy_back(t, retarget)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
         progress |= self._enqueue(t, broadcast)

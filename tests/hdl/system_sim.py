@@ -110,7 +110,7 @@ class Harness(Elaboratable):
             accepting = shell.task.valid & shell.task.ready
             m.d.comb += self.records[flat].eq(given_record(m, accepting, shell.record, f"core_{flat}"))
             m.d.sync += [seen.started[flat].eq(accepting),
-                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.current.writes),
+                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.writes),
                          seen.records[flat].eq(self.records[flat])]
         return m
 
@@ -179,7 +179,7 @@ def run_rtl(config, programs, memory: Memory, cycle_limit: int, waves: str | Non
                 if COPYBACK_TM in drive.dma_data:
                     ctx.set(tm.rdata, drive.dma_data[COPYBACK_TM])
                 grants = ctx.get(hts.cdb.grant)
-                for lane, word in env.grant(grants, [ctx.get(shell.current.writes) for shell in hts.shells]
+                for lane, word in env.grant(grants, [ctx.get(shell.writes) for shell in hts.shells]
                                             if grants else (), ctx.get(harness.records) if grants else ()).items():
                     ctx.set(read.data[lane], word)
                 await ctx.tick()

@@ -2,8 +2,10 @@
 
 The model dispatches a task at *t* and it finishes (takes its CDB ticket) at
 *t + latency*; it is retargetable while it waits in a station (its dispatch cycle
-included) and while running with ``finishes - t > _transfer_cycles(output blocks)``;
-confirmations and retargets land at the end of the cycle, on running tasks too. Two
+included), in its first cycle on the accelerator, and while running with
+``finishes - t > _transfer_cycles(output blocks)`` one cycle before (the copy-back
+engine's test is registered); confirmations and retargets land at the end of the
+cycle, on running tasks too, and the core sees a retarget in its own cycle. Two
 shells of classes with different latencies run side by side on random traffic. The
 task's record (task ID, metadata), given the cycle after the task, reaches the core
 unchanged.
@@ -48,12 +50,15 @@ class ShellModel:
         self.grant_at = None
         self.abort_at = None           # a squash hits it then (running, or waiting for its grant)
 
+    def not_writing(self, t: int) -> bool:
+        return self.task is not None and self.finishes - t > self.transfer_cycles(self.task["writes"]["blocks"])
+
     def retargetable(self, t: int, accepting: bool) -> bool:
-        running = self.task is not None and self.finishes - t > self.transfer_cycles(self.task["writes"]["blocks"])
-        return accepting or running
+        first_cycle = self.task is not None and self.finishes - self.latency == t - 1
+        return accepting or first_cycle or self.not_writing(t - 1)
 
     def writeback_started(self, t: int) -> bool:
-        return self.task is not None and not self.retargetable(t, False)
+        return self.task is not None and not self.not_writing(t)
 
 
 def random_task(rng: random.Random, config, class_index: int) -> dict:
@@ -88,7 +93,7 @@ def test_shell_timing_matches_model(request, system, seed):
         top.submodules[f"shell{index}"] = shell
     rng = random.Random(seed)
     seen = {"accepted": 0, "granted": 0, "aborted": 0, "retargeted": 0, "refused": 0, "gated": 0,
-            "retargeted_at_acceptance": 0}
+            "retargeted_at_acceptance": 0, "retargeted_writing": 0}
 
     async def bench(ctx):
         offers = [None, None]
@@ -132,10 +137,15 @@ def test_shell_timing_matches_model(request, system, seed):
                 assert ctx.get(cores[index].record) == task_record_layout(config).const(record), where
                 if ref.task is not None:
                     assert ctx.get(shell.current) == held.const({name: ref.task[name] for name, _ in held}), where
-                # The core sees the output region it writes: the accepted task's, then the held one's.
+                # The core sees the output region it writes: the accepted task's, then the held
+                # one's, with a retarget of the cycle applied.
                 writes = offers[index]["writes"] if accepting else ref.task["writes"] if ref.task else None
+                if ref.task is not None and retarget and not refused:
+                    writes = {**writes, "base": retarget_base}
+                    seen["retargeted_writing"] += ref.writeback_started(t)
                 if writes is not None:
                     assert ctx.get(cores[index].writes) == region_layout(config).const(writes), where
+                    assert ctx.get(shell.writes) == region_layout(config).const(writes), where
 
                 # What lands at the clock edge.
                 seen["gated"] += ref.task is None and not powered[index] and offers[index] is not None

@@ -7,7 +7,8 @@ makes at random among the entries the real TLB could offer, instead of searching
 engine only sequences them. Around the engine, real accelerator shells with latency
 cores run the dispatched tasks, so the engine's ``retargetable_tags`` are built from the
 shells' ``writeback_started`` and checked against the model's ``finishes - t >
-transfer_cycles`` test, and its retargets land on the shells. A memory behind the two
+transfer_cycles`` test (the set the TLB registers for the next cycle), and its retargets
+land on the shells, up to the first cycle of a write-back. A memory behind the two
 DMA ports answers as an always-ready memory, so copies take exactly the model's cycles;
 a second test stalls the memory at random and checks the data and the delay.
 """
@@ -45,7 +46,7 @@ def short_latencies(config, block_words: int | None = None, per_beat: int | None
 
 SYSTEMS = {
     # (preset, block_words, copyback_words_per_cycle, cycles): None keeps the preset's.
-    "default": ("default", None, None, 500),     # 16 cycles a block
+    "default": ("default", None, None, 1000),    # 16 cycles a block
     "tiny": ("tiny", None, None, 4000),          # one task in flight at a time: slow traffic
     "narrow": ("default", 4, 4, 300),            # one cycle a block: short copies, one-beat copies
 }
@@ -95,7 +96,6 @@ class ScriptedTLB:
         self.entries: list[TLBEntry] = []
         self.slots = Slots(config.hts.tlb_entries)
         self.tm_next = 0
-        self.asked_tags = None           # the model's not_writing set, when it asks
         self.retarget_candidate = None   # offers are scripted, not chosen a cycle ahead
         self.copy_asked = False
         self.copy_choice = None
@@ -105,7 +105,6 @@ class ScriptedTLB:
         return [entry for entry in self.entries if not entry.mask and entry.producer_done]
 
     def retarget_offer(self, busy, tags, cycle) -> TLBEntry | None:
-        self.asked_tags = set(tags)
         candidates = [entry for entry in self.entries
                       if not entry.mask and not entry.producer_done and entry.producer in tags]
         urgent = [entry for entry in candidates if entry.producer in self.last_chance]
@@ -137,8 +136,13 @@ class CopyBackSurroundings:
         self.in_progress: list[Running] = []
         self.cdb = SimpleNamespace(tickets=[])
 
-    def step(self, t: int, wanted: bool) -> CopyBackStep:
-        return self.engine.step(t, self.tlb, self.tracker, self.memory, self.window.tasks, self.in_progress, wanted)
+    def offer(self, t: int) -> TLBEntry | None:
+        """At the start of the cycle: its retarget, on the producers retargetable last cycle."""
+        return self.engine.retarget(t, self.tlb, self.tracker, self.window.tasks, self.in_progress)
+
+    def step(self, t: int, wanted: bool, retargeted: TLBEntry | None) -> CopyBackStep:
+        return self.engine.step(t, self.tlb, self.tracker, self.memory, self.window.tasks, self.in_progress, wanted,
+                                retargeted)
 
     def retarget(self, entry: TLBEntry):
         """The task part of ``HTSModel._apply_retarget``: the producer and its readers use home."""
@@ -258,6 +262,11 @@ def test_copy_back_matches_model(request, system, seed):
             where = f"{system}, seed {seed}, cycle {t}"
             tlb.slots.place(tlb.entries)
             queued_tags = {task.tag for task in model.window.tasks}
+            # The retarget, from the start of the cycle; the scripted TLB favours producers
+            # in their first write-back cycle, the last in which a retarget still lands.
+            tlb.last_chance = {run.task.tag for run in model.in_progress
+                               if run.finishes - t == transfer_cycles(config, run.task.writes[1])}
+            retargeted = model.offer(t)
 
             # Complete: runs finishing now take CDB tickets; some tickets are granted.
             for running in [running for running in model.in_progress if running.finishes == t]:
@@ -271,10 +280,8 @@ def test_copy_back_matches_model(request, system, seed):
             if t % 40 == 0:
                 demand = rng.choice([0.0, 0.5, 1.0])
             wanted = rng.random() < demand      # the top level's: a process stalled on the TLB
-            tlb.asked_tags, tlb.copy_asked, tlb.copy_choice = None, False, None
-            tlb.last_chance = {run.task.tag for run in model.in_progress
-                               if run.finishes - t == transfer_cycles(config, run.task.writes[1]) + 1}
-            done = model.step(t, wanted)
+            tlb.copy_asked, tlb.copy_choice = False, None
+            done = model.step(t, wanted, retargeted)
 
             # Dispatch: a queued task to a free instance of its class (not one granted now).
             busy_now = {run.instance for run in granted}
@@ -310,7 +317,6 @@ def test_copy_back_matches_model(request, system, seed):
             # Drive the engine and the shells, as the model's cycle left them.
             inputs.set(engine.wanted, wanted)
             inputs.set(engine.queued_tags, sum(1 << tag for tag in queued_tags))
-            retargeted = done.retargeted
             ctx.set(engine.retarget_valid, retargeted is not None)
             if retargeted is not None:
                 ctx.set(engine.retarget_index, tlb.slots.of(retargeted))
@@ -331,8 +337,7 @@ def test_copy_back_matches_model(request, system, seed):
             memory.drive(ctx, engine, t)
 
             # What the engine decides.
-            if tlb.asked_tags is not None:
-                assert bit_set(ctx.get(engine.retargetable_tags)) == tlb.asked_tags, where
+            assert bit_set(ctx.get(engine.retargetable_tags)) == done.retargetable, where
             assert ctx.get(engine.retarget) == (retargeted is not None), where
             trace = ctx.get(engine.trace_retarget)
             assert trace.valid == (retargeted is not None), where
@@ -360,7 +365,7 @@ def test_copy_back_matches_model(request, system, seed):
                 running = [run for run in model.in_progress if run.task.tag == retargeted.producer]
                 seen["retarget of a running task"] += bool(running) and running[0].started < t
                 seen["retarget at dispatch"] += bool(running) and running[0].started == t
-                seen["retarget in the last cycle before write-back"] += retargeted.producer in tlb.last_chance
+                seen["retarget in the first cycle of write-back"] += retargeted.producer in tlb.last_chance
                 seen["retarget in the window"] += retargeted.producer in {task.tag for task in model.window.tasks}
             seen.update(copies=int(done.started is not None), offers_ignored=not tlb.copy_asked and offered is not None,
                         writing_back=sum(run.finishes - t <= transfer_cycles(config, run.task.writes[1])
@@ -405,7 +410,7 @@ def test_copy_back_matches_model(request, system, seed):
 
     run(top, bench)
     exercised = ["copies", "offers_ignored", "retarget in the window", "retarget at dispatch",
-                 "retarget of a running task", "retarget in the last cycle before write-back", "writing_back"]
+                 "retarget of a running task", "retarget in the first cycle of write-back", "writing_back"]
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
 
 

@@ -111,6 +111,7 @@ def test_tlb_matches_model(request, preset, seed):
         # The first heads reach the TLB a cycle before the first look-up.
         heads, lookup_pid = offer_heads(ctx, [query() for _ in range(hts.processes)], None)
         await ctx.tick()
+        retargetable_before = set()      # the producers the TLB registered, per slot, last cycle
         for cycle in range(600):
             where = f"seed {seed}, cycle {cycle}"
             slot_of = {id(entry): slot for slot, entry in held.items()}
@@ -148,13 +149,15 @@ def test_tlb_matches_model(request, preset, seed):
             assert ctx.get(dut.alloc_tm_base) == home_blocks + model.tm_next, where
             busy = [(tag, region) for tag, regions in tracker.items() for region in regions]
             copy = model.copyable([region for _, region in busy])
-            # The retarget is last cycle's choice, if still wanted; the next is chosen now.
+            # The retarget is last cycle's choice, if still wanted; the next is chosen now,
+            # both on the producers retargetable at the end of last cycle.
             chosen_before = model.retarget_candidate
-            retarget = model.retarget_offer(busy, retargetable, cycle)
+            retarget = model.retarget_offer(busy, retargetable_before, cycle)
             seen.update(retarget_refused=chosen_before is not None and retarget is None)
             # An entry allocated last cycle is not chosen yet (its ``touches`` are not ready).
-            seen.update(young_held_back=model.retargetable(busy, retargetable, cycle + 2, chosen_before)
+            seen.update(young_held_back=model.retargetable(busy, retargetable_before, cycle + 2, chosen_before)
                         is not model.retarget_candidate)
+            retargetable_before = retargetable
             # A branch's block is where its value is once this cycle's retarget has landed.
             covering = model.youngest_of(lookup_pid, (block, 1))
             sent_home = covering is not None and covering is retarget
