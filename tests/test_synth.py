@@ -142,7 +142,10 @@ def test_yosys_script_maps_luts_without_abc9():
     target = synth.TARGETS["ecp5"]
     lines = synth.yosys_script(target, "b.v", "top", "b.stat.json").splitlines()
     assert "abc9" not in "\n".join(lines)
-    assert lines.count("abc -lut 4:5 -dress") == 1
+    mapping = [line for line in lines if line.startswith("abc ")]
+    assert len(mapping) == 1 and mapping[0].startswith("abc -lut 4:5 -dress -script +")
+    script = mapping[0].split("+", 1)[1].split(";")
+    assert script.index("&synch2") < script.index("dch,-f") < script.index("if")
     assert lines[:4] == ["read_verilog -sv b.v", "chformal -remove", "delete t:$print",
                          "synth_ecp5 -top top -run begin:map_luts"]
     assert "synth_ecp5 -top top -run map_cells:" in lines
