@@ -84,9 +84,9 @@ class TaskLookupBuffer:
 
         The retarget is the entry chosen in the cycle before (the hardware holds the choice
         in a register, so that it does not stand in series with the rewrite of every range),
-        if it is still held and unproduced and its producer has not started writing
-        (``retargetable_tags`` now). The next choice is made now, among the other entries,
-        by :meth:`retargetable`.
+        if it is still held and unproduced and its producer is in ``retargetable_tags``
+        (those retargetable this cycle, ``CopyBackEngine.retarget``). The next choice is
+        made now, among the other entries, by :meth:`retargetable`.
         """
         chosen = self.retarget_candidate
         held = chosen is not None and any(entry is chosen for entry in self.entries)
@@ -99,7 +99,7 @@ class TaskLookupBuffer:
         """Oldest resolved entry whose producer can still be told to write home instead,
         other than ``passed_over`` (the one retargeted or refused this cycle).
 
-        The producer must not have started writing (``retargetable_tags``), no older entry
+        The producer must be retargetable (``retargetable_tags``), no older entry
         may overlap it, and no other in-flight task may read or write its home blocks:
         ``busy`` holds (tag, region) of every in-flight access, the producer's own included.
         An entry allocated in the cycle before is not offered yet: the hardware registers
