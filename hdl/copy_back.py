@@ -81,7 +81,8 @@ class CopyBackEngine(wiring.Component):
 
     To the TLB:
 
-    - ``retargetable_tags`` (out): producers that may still be retargeted: the tags in
+    - ``retargetable_tags`` (out): producers that may be retargeted next cycle (the TLB
+      registers it per slot; the model's ``CopyBackStep.retargetable``): the tags in
       ``queued_tags``, and the ``current.tag`` of every busy shell whose
       ``writeback_started`` is low. For a running task the model's test is ``finishes - t
       > transfer_cycles(output blocks)``; a shell's ``writeback_started`` is its exact
