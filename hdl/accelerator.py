@@ -19,8 +19,8 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import (core_signature, delivered_task_layout, dma_signature, held_task_layout, region_layout,
-                         retarget_layout, task_record_layout)
+from .interfaces import (beats_per_block, core_signature, delivered_task_layout, dma_signature, held_task_layout,
+                         region_layout, retarget_layout, task_record_layout)
 from .mutation import mutable
 from .primitives import record_register
 
@@ -28,11 +28,10 @@ __all__ = ["AcceleratorShell", "LatencyCore"]
 
 
 def writeback_cycles(config: SystemConfig, out_blocks):
-    """Cycles to write ``out_blocks`` back over the port: ``transfer_cycles`` of the model."""
-    words = out_blocks << (config.memory.block_words.bit_length() - 1)
-    per_cycle = config.hts.copyback_words_per_cycle
-    beats = (words + per_cycle - 1) // per_cycle
-    return Mux(beats == 0, 1, beats)
+    """Cycles to write ``out_blocks`` back over the port: ``transfer_cycles`` of the model,
+    a shift, as the beat divides the block (the copy-back engine refuses other systems)."""
+    beats = out_blocks << (beats_per_block(config).bit_length() - 1)
+    return Mux(out_blocks == 0, 1, beats)
 
 
 class LatencyCore(wiring.Component):
@@ -71,16 +70,16 @@ class LatencyCore(wiring.Component):
             self.dma.write.eq(0),
         ]
         m.d.sync += done.eq(running & (remaining <= 1))
-        # Loaded in every idle cycle, the start's among them: its enable is a register, not
-        # the grant behind ``start``.
+        # The count and the write-back's length are loaded in every idle cycle, the start's
+        # among them, so that only ``running`` (and a one-cycle core's ``done``) waits for
+        # the dispatch grant behind ``start``.
         with m.If(~running):
-            m.d.sync += writeback_from.eq(cycles_to_write)
+            m.d.sync += [writeback_from.eq(cycles_to_write),
+                         remaining.eq(latency - mutable("latency_one_late", 1, 0))]
         with m.If(self.start):
-            m.d.sync += [
-                done.eq(latency == 1),
-                running.eq(1),
-                remaining.eq(latency - mutable("latency_one_late", 1, 0)),
-            ]
+            m.d.sync += running.eq(1)
+            if latency == 1:
+                m.d.sync += done.eq(1)
         with m.Elif(self.release):
             m.d.sync += [running.eq(0), done.eq(0)]
         with m.Elif(running & (remaining != 0)):
