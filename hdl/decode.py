@@ -490,38 +490,21 @@ class Decode(wiring.Component):
         """Whether the head cannot execute: what the assembler refuses in a program, where
         hardware can see it (the CPU port takes any word).
 
-        An unassigned accelerator ID; a pid field other than the process's; an operand
-        register past ``hts.gprs``; ``lbeg`` on a full loop stack; ``lend`` with no open
-        loop, or naming another counter than the innermost loop's; a jump or branch
-        target before the first instruction.
+        The head is ``malformed`` (``hts.hdl.task_queue.malformed``: an unassigned
+        accelerator ID, an operand register past ``hts.gprs``, a jump or branch target
+        before the first instruction; worked out when the word was loaded, so that no ID
+        is compared in this cycle), or it meets a state it cannot run in: a pid field
+        other than the process's; ``lbeg`` on a full loop stack; ``lend`` with no open
+        loop, or naming another counter than the innermost loop's.
         """
-        hts = self._config.hts
         opcode, word, top = chosen.opcode, chosen.word, chosen.top
-        ids = [acc.id for acc in self._config.accelerators] + list(RESERVED_ACCEL_ID.values())
-        known = Cat(*(word.accel_id == accel_id for accel_id in ids)).any()
-        memory_branch = word.k.branch.memory
-        registers = {  # opcode -> (field, whether it names a register)
-            Opcode.TASK: [(word.a, word.k.task.indirect), (word.c, word.k.task.indirect)],
-            Opcode.MOV: [(word.c, 1)],
-            Opcode.ADD: [(word.a, 1), (word.b, 1), (word.c, 1)],
-            Opcode.MUL: [(word.a, 1), (word.b, 1), (word.c, 1)],
-            Opcode.IF: [(word.a, ~memory_branch), (word.b, 1)],
-            Opcode.LBEG: [(word.b, 1)],
-            Opcode.LEND: [(word.b, 1)],
-        }
-        bad_register, bad_control = Signal(), Signal()
-        with m.Switch(opcode):
-            for op, fields in registers.items():
-                with m.Case(op):
-                    m.d.comb += bad_register.eq(Cat(*(named & (field >= hts.gprs) for field, named in fields)).any())
+        bad_control = Signal()
         with m.Switch(opcode):
             with m.Case(Opcode.LBEG):
                 m.d.comb += bad_control.eq((word.a != 0) & chosen.stack_full)
             with m.Case(Opcode.LEND):
                 m.d.comb += bad_control.eq(chosen.stack_empty | (top.counter != word.b))
-            with m.Case(Opcode.JUMP, Opcode.IF):
-                m.d.comb += bad_control.eq(chosen.head.before_start)
-        return wire(m, ~known | (word.pid != chosen.pid) | bad_register | bad_control, "illegal")
+        return wire(m, chosen.head.malformed | (word.pid != chosen.pid) | bad_control, "illegal")
 
     def _fault_cause(self, m: Module, chosen: _Chosen, leaving, window, illegal) -> tuple[Signal, Signal]:
         """Why the head would fault: ``illegal``, or an access leaving its window (a task's

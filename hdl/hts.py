@@ -381,7 +381,7 @@ class HTS(wiring.Component):
                 decode.head[pid].pc.eq(queue.head_pc),
                 decode.head[pid].word.eq(queue.head_word),
                 decode.head[pid].target.eq(queue.head_target),
-                decode.head[pid].before_start.eq(queue.head_before_start),
+                decode.head[pid].malformed.eq(queue.head_malformed),
                 decode.upcoming[pid].valid.eq(queue.behind_valid),
                 decode.upcoming[pid].word.eq(queue.behind_word),
                 decode.exhausted[pid].eq(queue.exhausted),

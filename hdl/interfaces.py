@@ -71,9 +71,10 @@ def program_word_layout(config: SystemConfig) -> data.StructLayout:
     """A program word as the program memory holds it: the instruction and its pc-relative
     target (a jump's or an ``if``'s; meaningless for other instructions), computed when
     the word is loaded: ``target`` is pc + signed C saturated at ``program_words`` (past
-    the end: nothing to fetch), ``before_start`` whether pc + C < 0 (an illegal word).
-    Neither fetch nor decode adds in its cycle (``hts.hdl.task_queue``)."""
-    return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "before_start": 1})
+    the end: nothing to fetch), and whether the word is ``malformed`` (an illegal word
+    whatever the state it meets, ``hts.hdl.task_queue.malformed``). Neither fetch nor
+    decode adds or compares IDs in its cycle (``hts.hdl.task_queue``)."""
+    return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "malformed": 1})
 
 
 def queue_entry_layout(config: SystemConfig) -> data.StructLayout:

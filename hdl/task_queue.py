@@ -9,25 +9,52 @@ The head register loads only from the ring's front, so what decode reads a cycle
 of the head (``behind``) is a ring entry, never the block RAM's output.
 """
 
-from amaranth.hdl import Assert, Module, Mux, Signal
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import Instruction
+from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, Instruction, Opcode
 
 from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout
 from .primitives import record_ram
 
-__all__ = ["TaskQueue"]
+__all__ = ["TaskQueue", "malformed"]
 
 
-def _relative_target(entry, pc, word, program_words: int):
-    """``entry.target`` and ``entry.before_start`` of ``word`` at ``pc``."""
+def malformed(config: SystemConfig, word, before_start: Value) -> Value:
+    """Whether ``word`` cannot execute whatever state it meets (``before_start``: its
+    pc-relative target is below 0): an unassigned accelerator ID, an operand register
+    past ``hts.gprs``, a jump or branch target before the first instruction. Decode's
+    ``illegal`` adds what depends on its state (the pid, the loop stack)."""
+    is_op = {op: word.accel_id == accel_id for op, accel_id in RESERVED_ACCEL_ID.items()}
+    is_op[Opcode.TASK] = word.accel_id < FIRST_RESERVED_ACCEL_ID
+    known = Cat(*(word.accel_id == accelerator.id for accelerator in config.accelerators),
+                *(is_op[op] for op in RESERVED_ACCEL_ID)).any()
+    indirect = word.k.task.indirect
+    registers = {  # opcode -> (field, whether it names a register)
+        Opcode.TASK: [(word.a, indirect), (word.c, indirect)],
+        Opcode.MOV: [(word.c, 1)],
+        Opcode.ADD: [(word.a, 1), (word.b, 1), (word.c, 1)],
+        Opcode.MUL: [(word.a, 1), (word.b, 1), (word.c, 1)],
+        Opcode.IF: [(word.a, ~word.k.branch.memory), (word.b, 1)],
+        Opcode.LBEG: [(word.b, 1)],
+        Opcode.LEND: [(word.b, 1)],
+    }
+    gprs = config.hts.gprs
+    bad_register = Cat(*(is_op[op] & named & (field >= gprs)
+                         for op, fields in registers.items() for field, named in fields)).any()
+    bad_target = (is_op[Opcode.JUMP] | is_op[Opcode.IF]) & before_start
+    return ~known | bad_register | bad_target
+
+
+def _precomputed(config: SystemConfig, entry, pc, word):
+    """``entry.target`` and ``entry.malformed`` of ``word`` at ``pc``."""
     target = pc + word.c.as_signed()
+    program_words = config.hts.program_words
     return [entry.target.eq(Mux(target > program_words, program_words, target)),
-            entry.before_start.eq(target[-1])]
+            entry.malformed.eq(malformed(config, word, target[-1]))]
 
 
 def _next_index(index, count: int):
@@ -48,9 +75,9 @@ class TaskQueue(wiring.Component):
 
     Decode side (on the state registered at the start of the cycle):
 
-    - ``head_valid``, ``head_pc``, ``head_word``, ``head_target``, ``head_before_start``
-      (out, registered): the oldest instruction and its pc-relative target
-      (``queue_entry_layout``), in the head register;
+    - ``head_valid``, ``head_pc``, ``head_word``, ``head_target``, ``head_malformed``
+      (out, registered): the oldest instruction, its pc-relative target and whether it
+      is :func:`malformed` (``queue_entry_layout``), in the head register;
     - ``behind_valid``, ``behind_word`` (out, the ring's front, read without a clock):
       the instruction the head register takes at the edge if it is popped or empty,
       and whether there is one. Decode reads the next head's registers from it a cycle
@@ -77,6 +104,7 @@ class TaskQueue(wiring.Component):
     """
 
     def __init__(self, config: SystemConfig):
+        self._config = config
         self._depth = config.hts.queue_depth
         self._program_words = config.hts.program_words
         widths = config.widths
@@ -93,7 +121,7 @@ class TaskQueue(wiring.Component):
             "head_pc": Out(widths.pc),
             "head_word": Out(Instruction),
             "head_target": Out(pc_end),
-            "head_before_start": Out(1),
+            "head_malformed": Out(1),
             "behind_valid": Out(1),
             "behind_word": Out(Instruction),
             "exhausted": Out(1),
@@ -112,7 +140,7 @@ class TaskQueue(wiring.Component):
         load = program.write_port()
         read = program.read_port(domain="sync", transparent_for=(load,))
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.word.eq(self.load_data),
-                     *_relative_target(load.data, self.load_addr, self.load_data, self._program_words)]
+                     *_precomputed(self._config, load.data, self.load_addr, self.load_data)]
 
         # The ring, in distributed RAM: written at the tail from the block RAM's output,
         # read at the front without a clock. The head is a register of its own, so that
@@ -130,7 +158,7 @@ class TaskQueue(wiring.Component):
         in_flight_pc = Signal.like(self.head_pc)
         arriving = Signal(self._entry)
         m.d.comb += [arriving.pc.eq(in_flight_pc), arriving.word.eq(read.data.word),
-                     arriving.target.eq(read.data.target), arriving.before_start.eq(read.data.before_start)]
+                     arriving.target.eq(read.data.target), arriving.malformed.eq(read.data.malformed)]
         behind, = record_ram(m, "ring", self._entry, slots, tail, in_flight, arriving, [front])
         used = self.head_valid + queued + in_flight
         m.d.comb += [
@@ -139,7 +167,7 @@ class TaskQueue(wiring.Component):
             self.head_pc.eq(head_entry.pc),
             self.head_word.eq(head_entry.word),
             self.head_target.eq(head_entry.target),
-            self.head_before_start.eq(head_entry.before_start),
+            self.head_malformed.eq(head_entry.malformed),
             self.exhausted.eq((used == 0) & (self.fetch_pc >= self.program_len)),
         ]
         m.d.sync += Assert(~self.pop | self.head_valid, "pop from an empty task queue")

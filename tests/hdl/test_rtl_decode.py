@@ -51,7 +51,7 @@ class FrontEnd(Elaboratable):
                 self.decode.head[pid].pc.eq(queue.head_pc),
                 self.decode.head[pid].word.eq(queue.head_word),
                 self.decode.head[pid].target.eq(queue.head_target),
-                self.decode.head[pid].before_start.eq(queue.head_before_start),
+                self.decode.head[pid].malformed.eq(queue.head_malformed),
                 self.decode.upcoming[pid].valid.eq(queue.behind_valid),
                 self.decode.upcoming[pid].word.eq(queue.behind_word),
                 self.decode.exhausted[pid].eq(queue.exhausted),

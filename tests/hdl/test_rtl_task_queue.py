@@ -8,7 +8,7 @@ from rtl_sim import run
 
 from hts.hdl.interfaces import fetch_pc_width
 from hts.hdl.task_queue import TaskQueue
-from hts.isa import INSTRUCTION_BITS, Word, to_signed
+from hts.isa import FIELDS, INSTRUCTION_BITS, RESERVED_ACCEL_ID, Opcode, Word, to_signed
 from hts.models.task_queue import TaskQueue as Model
 
 ROUNDS = 4                 # programs loaded one after the other into the same block
@@ -24,6 +24,38 @@ class LoadedProgram:
 
     def __len__(self) -> int:
         return len(self.decoded)
+
+
+def random_word(rng: random.Random, config) -> Word:
+    """Random bits, but with the accelerator ID mostly a defined one and the A, B and C
+    fields often small (a register, a short jump either way), so that every case of
+    ``malformed`` is met and missed."""
+    word = Word.decode(rng.getrandbits(INSTRUCTION_BITS))
+    ids = [acc.id for acc in config.accelerators] + list(RESERVED_ACCEL_ID.values())
+    width = {name: field_width for name, _, field_width in FIELDS}
+    fields = {name: rng.choice([getattr(word, name), rng.randrange(-4, 2 * config.hts.gprs) % (1 << width[name])])
+              for name in ("a", "b", "c")}
+    return dataclasses.replace(word, accel_id=rng.choice([*ids, word.accel_id]), **fields)
+
+
+def malformed(config, word: Word, pc: int) -> bool:
+    """Whether ``word`` at ``pc`` cannot execute whatever the state: the reference of
+    ``hts.hdl.task_queue.malformed``."""
+    op = word.opcode
+    if op is None or op is Opcode.TASK and word.accel_id not in {acc.id for acc in config.accelerators}:
+        return True
+    registers = {
+        Opcode.TASK: [("a", word.indirect), ("c", word.indirect)],
+        Opcode.MOV: [("c", True)],
+        Opcode.ADD: [("a", True), ("b", True), ("c", True)],
+        Opcode.MUL: [("a", True), ("b", True), ("c", True)],
+        Opcode.IF: [("a", not word.memory_branch), ("b", True)],
+        Opcode.LBEG: [("b", True)],
+        Opcode.LEND: [("b", True)],
+    }.get(op, [])
+    if any(named and getattr(word, field) >= config.hts.gprs for field, named in registers):
+        return True
+    return op in (Opcode.JUMP, Opcode.IF) and pc + to_signed(word.c, 16) < 0
 
 
 def small_config(config, program_words: int, queue_depth: int):
@@ -93,8 +125,7 @@ def test_task_queue_matches_model(request, preset, seed):
 
     async def bench(ctx):
         for round_ in range(ROUNDS):
-            words = [Word.decode(rng.getrandbits(INSTRUCTION_BITS))
-                     for _ in range(program_length(rng, program_words))]
+            words = [random_word(rng, config) for _ in range(program_length(rng, program_words))]
             await load(ctx, words, start_with_last=rng.random() < 0.5)
             model = Model(LoadedProgram(words), config.hts.queue_depth)
             pop_rate, redirect_rate = rng.choice([0.2, 0.6, 0.95]), rng.choice([0.0, 0.05, 0.2])
@@ -106,7 +137,7 @@ def test_task_queue_matches_model(request, preset, seed):
                     assert ctx.get(dut.head_pc) == head.pc, where
                     assert ctx.get(dut.head_word.as_value()) == head.word.encode(), where
                     target = head.pc + to_signed(head.word.c, 16)
-                    assert ctx.get(dut.head_before_start) == (target < 0), where
+                    assert ctx.get(dut.head_malformed) == malformed(config, head.word, head.pc), where
                     if target >= 0:
                         assert ctx.get(dut.head_target) == min(target, program_words), where
                 # The next head, whose registers decode reads a cycle ahead.
