@@ -9,13 +9,13 @@ The head register loads only from the ring's front, so what decode reads a cycle
 of the head (``behind``) is a ring entry, never the block RAM's output.
 """
 
-from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
-from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, Instruction, Opcode
+from hts.isa import FIRST_RESERVED_ACCEL_ID, OPERAND_FIELDS, RESERVED_ACCEL_ID, Instruction, Opcode, Role, operand_roles
 
 from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout
 from .primitives import record_ram
@@ -27,25 +27,24 @@ def malformed(config: SystemConfig, word, before_start: Value) -> Value:
     """Whether ``word`` cannot execute whatever state it meets (``before_start``: its
     pc-relative target is below 0): an unassigned accelerator ID, an operand register
     past ``hts.gprs``, a jump or branch target before the first instruction. Decode's
-    ``illegal`` adds what depends on its state (the pid, the loop stack)."""
+    ``illegal`` adds what depends on its state (the pid, the loop stack). Which fields
+    name registers, and which is a PC offset, is the ISA's ``operand_roles``."""
     is_op = {op: word.accel_id == accel_id for op, accel_id in RESERVED_ACCEL_ID.items()}
     is_op[Opcode.TASK] = word.accel_id < FIRST_RESERVED_ACCEL_ID
     known = Cat(*(word.accel_id == accelerator.id for accelerator in config.accelerators),
                 *(is_op[op] for op in RESERVED_ACCEL_ID)).any()
-    indirect = word.k.task.indirect
-    registers = {  # opcode -> (field, whether it names a register)
-        Opcode.TASK: [(word.a, indirect), (word.c, indirect)],
-        Opcode.MOV: [(word.c, 1)],
-        Opcode.ADD: [(word.a, 1), (word.b, 1), (word.c, 1)],
-        Opcode.MUL: [(word.a, 1), (word.b, 1), (word.c, 1)],
-        Opcode.IF: [(word.a, ~word.k.branch.memory), (word.b, 1)],
-        Opcode.LBEG: [(word.b, 1)],
-        Opcode.LEND: [(word.b, 1)],
-    }
+    k = word.k.as_value()
+
+    def has_role(op, field, role) -> Value:
+        """Whether ``field`` has ``role`` for ``op`` under this word's K bits: a table over K."""
+        table = sum(1 << value for value in range(1 << len(k)) if operand_roles(op, value)[field] is role)
+        return Const(table, 1 << len(k)).bit_select(k, 1)
+
     gprs = config.hts.gprs
-    bad_register = Cat(*(is_op[op] & named & (field >= gprs)
-                         for op, fields in registers.items() for field, named in fields)).any()
-    bad_target = (is_op[Opcode.JUMP] | is_op[Opcode.IF]) & before_start
+    bad_register = Cat(*(is_op[op] & has_role(op, field, Role.REGISTER) & (getattr(word, field) >= gprs)
+                         for op in Opcode for field in OPERAND_FIELDS)).any()
+    # The target (``before_start``) is pc + C: C is the offset where there is one.
+    bad_target = Cat(*(is_op[op] & has_role(op, "c", Role.OFFSET) for op in Opcode)).any() & before_start
     return ~known | bad_register | bad_target
 
 

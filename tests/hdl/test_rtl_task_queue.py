@@ -8,7 +8,7 @@ from rtl_sim import run
 
 from hts.hdl.interfaces import fetch_pc_width
 from hts.hdl.task_queue import TaskQueue
-from hts.isa import FIELDS, INSTRUCTION_BITS, RESERVED_ACCEL_ID, Opcode, Word, to_signed
+from hts.isa import FIELDS, INSTRUCTION_BITS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles, to_signed
 from hts.models.task_queue import TaskQueue as Model
 
 ROUNDS = 4                 # programs loaded one after the other into the same block
@@ -44,18 +44,10 @@ def malformed(config, word: Word, pc: int) -> bool:
     op = word.opcode
     if op is None or op is Opcode.TASK and word.accel_id not in {acc.id for acc in config.accelerators}:
         return True
-    registers = {
-        Opcode.TASK: [("a", word.indirect), ("c", word.indirect)],
-        Opcode.MOV: [("c", True)],
-        Opcode.ADD: [("a", True), ("b", True), ("c", True)],
-        Opcode.MUL: [("a", True), ("b", True), ("c", True)],
-        Opcode.IF: [("a", not word.memory_branch), ("b", True)],
-        Opcode.LBEG: [("b", True)],
-        Opcode.LEND: [("b", True)],
-    }.get(op, [])
-    if any(named and getattr(word, field) >= config.hts.gprs for field, named in registers):
+    roles = operand_roles(op, word.k)
+    if any(role is Role.REGISTER and getattr(word, field) >= config.hts.gprs for field, role in roles.items()):
         return True
-    return op in (Opcode.JUMP, Opcode.IF) and pc + to_signed(word.c, 16) < 0
+    return roles["c"] is Role.OFFSET and pc + word.offset < 0
 
 
 def small_config(config, program_words: int, queue_depth: int):
