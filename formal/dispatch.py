@@ -1,14 +1,13 @@
 """Formal harness of the dispatch arbiter (``hts.hdl.dispatch``) in front of the real ASR."""
 
-from amaranth.asserts import AnySeq
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux
 
 from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.interfaces import flat_instance
 from hts.hdl.primitives import popcount
 
-from .harness import Harness, PropertyGroup, free_inputs, strict_total_order
+from .harness import Harness, PropertyGroup, free_inputs
 
 __all__ = ["DispatchHarness"]
 
@@ -16,10 +15,10 @@ __all__ = ["DispatchHarness"]
 class DispatchHarness(Harness):
     """The arbiter and the ASR wired as the top level wires them (has_free, free_instance
     one way, occupy the other), with the stations, the memory tracker and the CDB left
-    free. ``tracker_valid`` stands for the tracker's tags in flight."""
+    free."""
 
     GROUPS = (PropertyGroup("dispatch", "prove", 2),)
-    ASSUMPTIONS = ("offers_in_flight", "offer_tags_distinct", "offers_of_their_class", "tracker_age_is_total_order")
+    ASSUMPTIONS = ("offers_of_their_class",)
 
     def build(self, m: Module):
         config, width = self.config, self.config.hts.dispatch_width
@@ -30,22 +29,11 @@ class DispatchHarness(Harness):
                      asr.occupy.eq(arbiter.occupy)]
         free_inputs(m, arbiter, wired=(arbiter.has_free, arbiter.free_instance))
         free_inputs(m, asr, wired=(asr.occupy,))
-        tracker_valid = Signal(config.hts.tracker_entries)
-        m.d.comb += tracker_valid.eq(AnySeq(len(tracker_valid)))
-        offers, tags = arbiter.offer_valid, [offer.tag for offer in arbiter.offer_task]
+        offers = arbiter.offer_valid
 
-        # A station offers a task it holds, and it holds tags of tasks in flight
-        # (a tag leaves every station before its tracker entry is freed).
-        self.assume(m, "offers_in_flight", Cat(*(~offers[c] | tracker_valid.bit_select(tags[c], 1)
-                                                 for c in classes)).all())
-        # Each task sits in one station only, so two offers never carry the same tag.
-        self.assume(m, "offer_tags_distinct", Cat(*(~(offers[c] & offers[d]) | (tags[c] != tags[d])
-                                                    for c in classes for d in classes if c < d)).all())
         # The top level routes a task to the station of its class (insert_valid, hdl/hts.py).
         self.assume(m, "offers_of_their_class", Cat(*(~offers[c] | (arbiter.offer_task[c].accel_class == c)
                                                       for c in classes)).all())
-        # The tracker's matrix orders the tags in flight (proved in the memory tracker's harness).
-        self.assume(m, "tracker_age_is_total_order", Cat(*strict_total_order(tracker_valid, arbiter.older).values()).all())
 
         eligible = offers & asr.has_free
         granted = popcount(arbiter.take)
@@ -53,18 +41,14 @@ class DispatchHarness(Harness):
         self.check(m, "dispatch", "at_most_dispatch_width", granted <= width)
         self.check(m, "dispatch", "grants_as_many_as_it_may",
                    granted == Mux(popcount(eligible) < width, popcount(eligible), width))
-        older = arbiter.older
-        self.check(m, "dispatch", "grants_the_oldest", Cat(*(
-            ~(arbiter.take[c] & eligible[d] & ~arbiter.take[d]) | ~older[tags[c]].bit_select(tags[d], 1)
-            for c in classes for d in classes if c != d)).all())
-        # Liveness within the cycle: the oldest eligible offer never waits.
-        self.check(m, "dispatch", "oldest_eligible_offer_is_granted", Cat(*(
-            ~eligible[c] | arbiter.take[c] | Cat(*(eligible[d] & older[tags[c]].bit_select(tags[d], 1)
-                                                   for d in classes if d != c)).any()
-            for c in classes)).all())
+        self.check(m, "dispatch", "grants_the_lowest_classes", Cat(*(
+            ~(arbiter.take[d] & eligible[c] & ~arbiter.take[c]) for c in classes for d in classes if c < d)).all())
+        # Liveness within the cycle: the lowest eligible class never waits.
+        self.check(m, "dispatch", "lowest_eligible_offer_is_granted", Cat(*(
+            ~eligible[c] | arbiter.take[c] | eligible[:c].any() for c in classes)).all())
         self._check_instances(m, arbiter, asr)
         self.cover(m, "dispatch", "full_width", granted == width)
-        if config.hts.tracker_entries > width:   # else too few tags in flight to offer more
+        if len(classes) > width:   # else every eligible offer is granted
             self.cover(m, "dispatch", "an_eligible_offer_waits", (eligible & ~arbiter.take).any())
         self.cover(m, "dispatch", "an_offer_waits_for_a_busy_class", (offers & ~asr.has_free).any())
 

@@ -60,7 +60,7 @@ class PipelineHarness(Harness):
     """Records from the window to the shells and out through the CDB.
 
     Decode, the enqueue stage, the branch unit (``squash``, ``confirm``) and the memory
-    tracker (``older``, ``tasks``) are left free; tasks enter the window with free tags.
+    tracker (``tasks``) are left free; tasks enter the window with free tags.
     A *place* is a window slot, a station slot, a shell or a bit of the CDB's broadcast
     register (a tag granted last cycle); a record is a valid place and the tag it holds.
     ``released`` is the top level's set of tags freed this cycle: the CDB's broadcast,
@@ -70,8 +70,7 @@ class PipelineHarness(Harness):
     GROUPS = (PropertyGroup("records", lambda config: "prove" if _one_entry_queues(config) else "bmc",
                             lambda config: 2 if _one_entry_queues(config) else BMC_DEPTH),
               PropertyGroup("squash", "prove", 6))
-    ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists",
-                   "tracker_orders_held_tags")
+    ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists")
 
     def build(self, m: Module):
         config = self.config
@@ -128,7 +127,7 @@ class PipelineHarness(Harness):
             m.d.comb += [queue.squash_next.eq(squash_next), queue.confirm.eq(confirm),
                          queue.broadcast.eq(released)]
         connect_issue_and_dispatch(m, window, stations, arbiter, asr)
-        # Decode's task and the tracker's age matrix and entries are free.
+        # Decode's task and the tracker's entries are free.
         free_inputs(m, window, wired=(window.squash_next, window.confirm, window.broadcast, window.station_room))
         free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,
                                        arbiter.free_instance))
@@ -147,9 +146,6 @@ class PipelineHarness(Harness):
                                                               & ~held.bit_select(task.tag, 1)))
         # Decode builds tasks of the configured classes only.
         self.assume(m, "appended_class_exists", ~window.append | (task.accel_class < len(config.accelerators)))
-        # The tracker's matrix orders its tags in flight, which include the held ones
-        # (proved in the memory tracker's harness).
-        self.assume(m, "tracker_orders_held_tags", Cat(*strict_total_order(held, self.arbiter.older).values()).all())
 
     def _helpers(self, m: Module, places):
         """State no port of the pipeline shows, which the induction needs."""

@@ -281,7 +281,7 @@ class HTS(wiring.Component):
 
         # ---- dispatch and issue -------------------------------------------------------------
         connect_issue_and_dispatch(m, window, stations, arbiter, asr)
-        m.d.comb += [arbiter.older.eq(tracker.older), arbiter.tasks.eq(tracker.entries)]
+        m.d.comb += arbiter.tasks.eq(tracker.entries)
         for reader, port in zip(arbiter.record_reads, tracker.record_reads):
             wiring.connect(m, reader, port)
 

@@ -22,7 +22,8 @@ from amaranth.lib.memory import Memory
 
 from .mutation import mutable
 
-__all__ = ["wire", "select", "encode", "lowest_set", "index_set", "popcount", "fewer_than", "oldest", "youngest",
+__all__ = ["wire", "select", "encode", "lowest_set", "lowest_ones", "index_set", "popcount", "fewer_than", "oldest",
+           "youngest",
            "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held", "record_ram",
            "region_end", "overlaps", "retargeted_ranges", "whole_task"]
 
@@ -54,6 +55,19 @@ def lowest_set(bits) -> Value:
     for position in reversed(range(len(bits))):
         index = Mux(bits[position], position, index)
     return index
+
+
+def lowest_ones(bits, how_many: int = 1) -> Value:
+    """The ``how_many`` lowest set bits of ``bits`` (all of them if fewer are set).
+
+    One bit is ``bits & -bits``: the subtraction is a carry chain, which the FPGA's
+    carry logic runs in a fraction of a LUT level, where a priority chain of LUTs takes a
+    level per few bits (docs/hardware.md, "Timing").
+    """
+    bits = Cat(bits)
+    if how_many == 1:
+        return (bits & -bits)[:len(bits)]
+    return Cat(*(bits[i] & fewer_than(bits[:i], how_many) for i in range(len(bits))))
 
 
 def index_set(chosen, indices, width: int) -> Value:

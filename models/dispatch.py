@@ -3,8 +3,8 @@
 Issue moves up to ``dispatch_width`` tasks from the window into their class's
 reservation station, within the room the stations had at the start of the cycle.
 Dispatch lets each station offer its oldest ready task when its class has a free
-instance; the ``dispatch_width`` oldest offers start. RTL: ``hdl/window.py`` (issue) and
-``hdl/dispatch.py`` (the arbiter).
+instance; the offers of the ``dispatch_width`` lowest-numbered classes start. RTL:
+``hdl/window.py`` (issue) and ``hdl/dispatch.py`` (the arbiter).
 """
 
 from hts.assembler import Program
@@ -34,7 +34,7 @@ class Dispatch:
 
     def dispatch(self, t: int, stations: list[ReservationStation], asr: AcceleratorStatus,
                  programs: list[Program]) -> list[Running]:
-        """Start the oldest offers on free instances; the runs started, oldest first."""
+        """Start the offers of the lowest-numbered classes on free instances; the runs started, in class order."""
         started = []
         for index, task, instance in self._offers(stations, asr)[: self.width]:
             latency = self.timing.cycles(self.classes[index], programs[task.pid].decoded[task.pc])
@@ -46,11 +46,11 @@ class Dispatch:
 
     @staticmethod
     def _offers(stations: list[ReservationStation], asr: AcceleratorStatus) -> list[tuple]:
-        """(class, task, instance) of every station with a ready task and a free instance, oldest first."""
+        """(class, task, instance) of every station with a ready task and a free instance, in class order."""
         offers = []
         for index, station in enumerate(stations):
             task = station.oldest_ready()
             instance = asr.free_instance(index)
             if task is not None and instance is not None:
-                offers.append((task.seq, index, task, instance))
-        return [offer[1:] for offer in sorted(offers)]
+                offers.append((index, task, instance))
+        return offers

@@ -40,7 +40,7 @@ KILLERS = {
     "window_issues_youngest": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
     "station_offers_waiting": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
     "station_offers_youngest": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
-    "dispatch_grants_youngest": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
+    "dispatch_grants_highest_class": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
     "dispatch_ignores_busy": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
     "asr_highest_free": "hdl/test_rtl_asr.py::test_asr_matches_model[0-default]",
     "asr_release_lost": "hdl/test_rtl_asr.py::test_asr_matches_model[0-default]",
@@ -100,9 +100,9 @@ def test_an_unknown_mutant_name_is_an_error_naming_the_variable(monkeypatch):
 
 def test_a_mutant_that_leaves_its_block_as_it_was_is_reported(default_config):
     """``hts mutate`` marks a mutant whose hook the configuration never reaches n/a."""
-    assert changes_design(CATALOGUE["dispatch_grants_youngest"], default_config, {})
+    assert changes_design(CATALOGUE["dispatch_grants_highest_class"], default_config, {})
     two_wide = resolve_config("small")      # dispatch_width 2: the one-way pick is not built
-    assert not changes_design(CATALOGUE["dispatch_grants_youngest"], two_wide, {})
+    assert not changes_design(CATALOGUE["dispatch_grants_highest_class"], two_wide, {})
 
 
 @pytest.mark.parametrize("name", CATALOGUE)

@@ -47,10 +47,9 @@ def test_every_other_proof_passes(config, block, group):
 
 
 @pytest.mark.parametrize("config, block, group, dropped, caught", [
-    # Two offers with one tag both take rank 0: more grants than dispatch ways, merged slots.
-    ("small", "dispatch", "dispatch", "offer_tags_distinct", "assert trace_slots_one_per_grant"),
-    # Tiny's one tag marked older than itself has rank 1: nothing is granted.
-    ("tiny", "dispatch", "dispatch", "tracker_age_is_total_order", "assert grants_as_many_as_it_may"),
+    # An offer holding another class's record names that class in its trace slot: two
+    # grants name one instance.
+    ("small", "dispatch", "dispatch", "offers_of_their_class", "assert trace_slots_distinct_instances"),
     # Decode allocating with every tag in flight takes tag 0 a second time.
     ("small", "memory_tracker", "tags", "alloc_needs_free_tag", "assert never_allocated_twice"),
     # A task appended under the ID squashed in its cycle stays in the window.

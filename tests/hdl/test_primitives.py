@@ -16,8 +16,9 @@ from amaranth.lib import data
 from amaranth.sim import Simulator
 from rtl_sim import run, seeds
 
-from hts.hdl.primitives import (encode, fewer_than, held, index_set, lowest_set, mux_tree, oldest, overlaps,
-                                overlaps_late, popcount, record_ram, select, update_age_matrix, wire, youngest)
+from hts.hdl.primitives import (encode, fewer_than, held, index_set, lowest_ones, lowest_set, mux_tree, oldest,
+                                overlaps, overlaps_late, popcount, record_ram, select, update_age_matrix, wire,
+                                youngest)
 
 WIDTHS = range(1, 6)
 
@@ -111,6 +112,18 @@ def test_lowest_set_gives_the_lowest_index_and_0_for_none(width):
     cases = [(value,) for value in range(1 << width)]
     expected = [next((index for index in range(width) if value >> index & 1), 0) for value, in cases]
     assert evaluate(lowest_set(bits), [bits], cases) == expected
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_lowest_ones_keeps_the_lowest_set_bits(width):
+    bits = Signal(width)
+    cases = [(value,) for value in range(1 << width)]
+    for how_many in range(1, width + 2):
+        expected = [sum(1 << index for index in [i for i in range(width) if value >> i & 1][:how_many])
+                    for value, in cases]
+        result = lowest_ones(bits, how_many)
+        assert len(result) == width
+        assert evaluate(result, [bits], cases) == expected, f"how_many {how_many}"
 
 
 @pytest.mark.parametrize("width", [1, 3, 4])

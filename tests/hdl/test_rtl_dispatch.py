@@ -1,14 +1,13 @@
 """The dispatch arbiter RTL against the model's ``Dispatch.dispatch``, cycle by cycle.
 
 The model's own ``_dispatch`` runs on stations and an ASR of the cycle model, filled with
-random tasks whose decode order (``seq``) is their age. The arbiter sees what the RTL
-stations, ASR and tracker would show it: each station's oldest ready task (its queued
-record), each class's lowest free instance, the tracker entries holding the rest of every
-task in flight (regions, pid and pc as registers, the rest answering the arbiter's record reads
-by tag), and the age matrix of the tags in flight (with junk in the entries, rows
-and columns of free tags, as the tracker leaves them). A granted task must reach its
-shell and the trace whole (queued record and its tag's entry), and its task ID and
-metadata its shell the cycle after, read by the tag granted in its slot.
+random tasks. The arbiter sees what the RTL stations, ASR and tracker would show it: each
+station's oldest ready task (its queued record), each class's lowest free instance, and
+the tracker entries holding the rest of every task in flight (regions, pid and pc as
+registers, the rest answering the arbiter's record reads by tag; junk in the entries of
+free tags, as the tracker leaves them). A granted task must reach its shell and the trace
+whole (queued record and its tag's entry), and its task ID and metadata its shell the
+cycle after, read by the tag granted in its slot.
 """
 
 import dataclasses
@@ -61,18 +60,6 @@ class DispatchSurroundings:
         self.programs = [SimpleNamespace(decoded=AnyInstruction())] * config.hts.processes
 
 
-def age_matrix(rng: random.Random, tags: int, ages: dict[int, int]) -> list[int]:
-    """``older[j]`` bit ``i``: tag ``i`` is older than tag ``j``; random bits where either is free."""
-    rows = []
-    for j in range(tags):
-        row = rng.getrandbits(tags)
-        if j in ages:
-            for i in ages:
-                row = row & ~(1 << i) | (ages[i] < ages[j]) << i
-        rows.append(row)
-    return rows
-
-
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
 def test_dispatch_matches_model(request, system, seed):
@@ -109,7 +96,6 @@ def test_dispatch_matches_model(request, system, seed):
                 station = model.stations[class_index]
                 if free and len(station.tasks) < station.capacity:
                     station.tasks.append(source.task(rng.choice(free), in_flight(), class_index))
-            ages = {task.tag: task.seq for task in in_flight()}
 
             offers = [station.oldest_ready() for station in model.stations]
             free = [model.asr.free_instance(c) for c in classes]
@@ -117,7 +103,6 @@ def test_dispatch_matches_model(request, system, seed):
             ctx.set(dut.offer_task, [task_record(task) if task is not None else {} for task in offers])
             ctx.set(dut.has_free, sum(1 << c for c in classes if free[c] is not None))
             ctx.set(dut.free_instance, [instance or 0 for instance in free])
-            ctx.set(dut.older, age_matrix(rng, hts.tracker_entries, ages))
             tasks = {task.tag: task for task in in_flight()}
             junk = [source.task(tag, []) for tag in range(hts.tracker_entries)]
             ctx.set(dut.tasks, [tracker_register_record(tasks.get(tag, junk[tag]))
