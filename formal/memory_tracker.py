@@ -1,10 +1,10 @@
-"""Formal harness of the memory tracker (``hts.hdl.memory_tracker``): its age matrix and its tags."""
+"""Formal harness of the memory tracker (``hts.hdl.memory_tracker``): its tags."""
 
 from amaranth.hdl import Cat, Module, Signal
 
 from hts.hdl.memory_tracker import MemoryTracker
 
-from .harness import Harness, PropertyGroup, free_inputs, strict_total_order
+from .harness import Harness, PropertyGroup, free_inputs
 
 __all__ = ["MemoryTrackerHarness"]
 
@@ -16,8 +16,7 @@ class MemoryTrackerHarness(Harness):
 
     # The tags' base case runs until every tag can be in flight, so that a broken
     # allocation rule shows as a counterexample from reset, not only as a failed induction.
-    GROUPS = (PropertyGroup("age_order", "prove", 2),
-              PropertyGroup("tags", "prove", lambda config: config.hts.tracker_entries + 2))
+    GROUPS = (PropertyGroup("tags", "prove", lambda config: config.hts.tracker_entries + 2),)
     ASSUMPTIONS = ("alloc_needs_free_tag", "release_only_in_flight")
 
     def build(self, m: Module):
@@ -34,10 +33,6 @@ class MemoryTrackerHarness(Harness):
         # Only tags in flight are released: the CDB broadcasts the tags of tasks it
         # completes and the squash logic the tags of the tasks it removes, all in flight.
         self.assume(m, "release_only_in_flight", (tracker.release & ~in_flight) == 0)
-
-        for name, holds in strict_total_order(tracker.valid, tracker.older).items():
-            self.check(m, "age_order", name, holds)
-        self.cover(m, "age_order", "all_tags_in_flight", tracker.valid.all())
 
         self.check(m, "tags", "valid_is_in_flight", tracker.valid == in_flight)
         self.check(m, "tags", "never_allocated_twice", (allocated & in_flight) == 0)

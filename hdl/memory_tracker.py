@@ -2,10 +2,8 @@
 
 RTL of ``hts.models.memory_tracker``; see docs/microarchitecture.md for its timing. One
 entry per task from decode until its completion is broadcast; the entry index is the
-task's tag. It also keeps the age matrix of the tasks in flight, which every block that
-must pick "the oldest" reads (a tag's age never changes while it is valid, so the matrix
-changes only in the row and column of the free tag about to be allocated). A retarget by the copy-back engine rewrites
-ranges in place (``_apply_retarget`` of ``models/hts.py``).
+task's tag. A retarget by the copy-back engine rewrites ranges in place
+(``_apply_retarget`` of ``models/hts.py``).
 
 An entry holds the rest of its task too (pid, pc, task ID, metadata): the window and the
 stations queue only tags, masks and waits, and the dispatch arbiter completes a granted
@@ -31,8 +29,7 @@ from hts.config import SystemConfig, bits_for
 from .interfaces import (record_read_signature, region_layout, task_record_layout, tracker_entry_layout,
                          tracker_register_layout)
 from .mutation import mutable
-from .primitives import (index_set, lowest_set, overlaps, record_ram, record_register, retargeted_ranges,
-                         update_age_matrix)
+from .primitives import index_set, lowest_set, overlaps, record_ram, record_register, retargeted_ranges
 
 __all__ = ["MemoryTracker"]
 
@@ -88,8 +85,6 @@ class MemoryTracker(wiring.Component):
       :func:`~hts.hdl.interfaces.record_read_signature`, from the dispatch arbiter): each
       names a tag and gets its task ID and metadata back, combinationally (an asynchronous
       read of the distributed RAM, written at the clock edge like the rest of the entry);
-    - ``older`` (out): ``older[j]`` has bit ``i`` set when task ``i`` was decoded before
-      task ``j`` (both valid);
     - ``holds_tm`` (out, to the TLB's ``tm_idle``): some entry valid at the start of the
       cycle reads or writes TM;
     - ``touches`` (out, to the TLB): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
@@ -124,7 +119,6 @@ class MemoryTracker(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(tracker_register_layout(config), count)),
             "record_reads": In(record_read_signature(config)).array(config.hts.dispatch_width),
-            "older": Out(data.ArrayLayout(count, count)),
             "holds_tm": Out(1),
             "touches": Out(data.ArrayLayout(slots, count)),
         })
@@ -146,13 +140,12 @@ class MemoryTracker(wiring.Component):
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
 
-        # Entries, ages and ``touches`` mean something only for valid tags: no reset
+        # Entries and ``touches`` mean something only for valid tags: no reset
         # (record_register, hdl/primitives.py).
         entries = record_register(m, self.entries, "entry_records")
-        older = record_register(m, self.older, "older_records")
         allocated, writing = Signal(count), Signal(count)
         m.d.comb += allocated.eq(index_set([self.alloc], [self.free_tag], count))
-        # The free tag's entry and age row are written every cycle, decode or not: an entry
+        # The free tag's entry is written every cycle, decode or not: an entry
         # means nothing until its valid bit is set, so only that bit waits for decode.
         m.d.comb += writing.eq(index_set([self.has_free], [self.free_tag], count))
         remaining = self.valid & ~self.release
@@ -169,8 +162,6 @@ class MemoryTracker(wiring.Component):
                                            for valid, entry in zip(self.valid, self.entries))).any())
         self._update_touches(m, rewritten, written_meets)
         self._records(m)
-        # The new task is younger than every task staying, and older than none.
-        update_age_matrix(m, older, writing, [remaining] * count)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
 

@@ -20,7 +20,7 @@ pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal too
 # configuration run with -m slow.
 QUICK = [("small", "window", "age_order"), ("small", "window", "squash"),
          ("small", "reservation_station", "age_order"), ("small", "reservation_station", "squash"),
-         ("small", "memory_tracker", "age_order"), ("small", "memory_tracker", "tags"),
+         ("small", "memory_tracker", "tags"),
          ("small", "tlb", "age_order"), ("small", "tlb", "picks"), ("small", "tlb", "copy_back"),
          ("small", "tlb", "squash"), ("small", "enqueue", "squash"),
          ("small", "asr", "status"), ("small", "cdb", "grants"), ("small", "cdb", "latency"),
