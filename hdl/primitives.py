@@ -1,7 +1,7 @@
 """Hardware idioms the RTL blocks share, each written once.
 
-The generic ones (select, encoders, tag sets, counts, age matrices, record RAM) are tested
-once, in tests/hdl/test_primitives.py. The rest work on values of the layouts of
+The generic ones (select, encoders, the lowest set bits, tag sets, counts, age matrices,
+record RAM) are tested once, in tests/hdl/test_primitives.py. The rest work on values of the layouts of
 ``hts.hdl.interfaces`` (look-up by tag, region overlap, retarget, whole task) or keep a
 record without reset (:func:`record_register`); the tests of the blocks using them
 cover them.
@@ -23,9 +23,8 @@ from amaranth.lib.memory import Memory
 from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "lowest_ones", "index_set", "popcount", "fewer_than", "oldest",
-           "youngest",
-           "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held", "record_ram",
-           "region_end", "overlaps", "retargeted_ranges", "whole_task"]
+           "youngest", "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held",
+           "record_ram", "region_end", "overlaps", "retargeted_ranges", "whole_task"]
 
 
 def wire(m: Module, value, name: str) -> Signal:
