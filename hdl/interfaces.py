@@ -456,7 +456,7 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
     - ``squash``: speculation IDs mispredicted; ``squashed_tags``: enqueue-stage, window
       and station tasks removed by them (the process of each tag tells which squash removed it);
     - ``retarget``, ``copyback``: the copy-back engine's events;
-    - ``dispatch``: the arbiter's grants, oldest first; ``issue``: window to stations,
+    - ``dispatch``: the arbiter's grants, lowest class first; ``issue``: window to stations,
       oldest first; ``enqueue``: the task entering the window, with the tags it waits
       for; ``decode``: the task decoded into the enqueue stage; ``fault``: decode's
       fault (:func:`fault_layout`).
