@@ -22,6 +22,7 @@ from hts.config import AcceleratorClass, SystemConfig, load_config
 from hts.cosim.run import cosimulate
 from hts.cosim.scoreboard import Job, RunOutcome, RunSpec
 from hts.errors import HTSError
+from hts.models.dispatch import START_DELAY
 from hts.isa import FIELDS
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import initial_memory
@@ -171,15 +172,15 @@ def in_flight_limit(kind: str, config: SystemConfig) -> int:
 
 
 def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
-    """The accelerators' best rate: an instance is busy latency + 2 cycles per task.
+    """The accelerators' best rate: an instance is busy latency + 3 cycles per task.
 
-    Its completion is granted latency cycles after the dispatch and broadcast the cycle
-    after; the instance is freed at the end of the broadcast's cycle, so the next task
-    dispatches two cycles after the completion. A chain's next task waits for that
-    broadcast too.
+    A task starts ``START_DELAY`` (one) cycle after its dispatch grant; its completion is
+    granted latency cycles after the start and broadcast the cycle after; the instance
+    is freed at the end of the broadcast's cycle, so the next task dispatches two cycles
+    after the completion. A chain's next task waits for that broadcast too.
     """
     acc = shortest_class(config)
-    return (acc.latency + 2) / (acc.count if kind == "independent" else 1)
+    return (acc.latency + START_DELAY + 2) / (acc.count if kind == "independent" else 1)
 
 
 def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult) -> str:
@@ -189,7 +190,7 @@ def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult)
     bound = f"at best {back_end_cycles_per_task(kind, config):.2f} cycles/task"
     if kind == "independent":
         running, limiter = acc.count, "accelerators"
-        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + 2 cycles a task: {bound}"]
+        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + {START_DELAY + 2} cycles a task: {bound}"]
     else:
         running, limiter = 1, "chain"
         lines = [f"dependences: each task dispatches the cycle after the previous one's broadcast "

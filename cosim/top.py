@@ -13,7 +13,7 @@ cocotb drives) and compiles both with Verilator, once per configuration.
 
 import re
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -54,11 +54,9 @@ def rtl_instances(config: SystemConfig, rtl_classes: tuple[str, ...]) -> list[in
 
 
 def given_record(m: Module, start, record, name: str):
-    """The task record (task ID, metadata) a core was given: ``record`` in the cycle after
-    ``start``, kept from then on, so that a bench reads it at the task's grant."""
-    arrives = Signal(name=f"{name}_arrives")
-    m.d.sync += arrives.eq(start)
-    return held(m, arrives, record, f"{name}_kept")
+    """The task record (task ID, metadata) a core was given: ``record`` with ``start``,
+    kept from then on, so that a bench reads it at the task's grant."""
+    return held(m, start, record, f"{name}_kept")
 
 
 class ExternalCore(wiring.Component):
@@ -98,11 +96,11 @@ class CosimTop(wiring.Component):
 
     Added ports, one bit or one entry per flat instance (``hts.hdl.asr`` numbering):
 
-    - ``core_start`` (out): the instance accepts a task this cycle;
+    - ``core_start`` (out): the instance's task starts this cycle (the cycle after its grant);
     - ``core_release`` (out): its task leaves this cycle (CDB grant or abort);
-    - ``core_task`` (out): the task it accepts (meaningful with ``core_start``);
-    - ``core_record`` (out): the task ID and metadata of the task it holds, from the
-      cycle after ``core_start`` (when the core gets them) until its next start;
+    - ``core_task`` (out): the task that starts (meaningful with ``core_start``);
+    - ``core_record`` (out): the task ID and metadata of the task it holds, from
+      ``core_start`` until its next start;
     - ``core_writes`` (out): the output region its shell holds, with retargets applied:
       where the accelerator writes at its grant;
     - ``core_done``, ``core_writeback`` (in, from the testbench): the core's status, as

@@ -1,6 +1,6 @@
 """Formal harness of the dispatch arbiter (``hts.hdl.dispatch``) in front of the real ASR."""
 
-from amaranth.hdl import Cat, Module, Mux
+from amaranth.hdl import Cat, Module, Mux, Signal
 
 from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.dispatch import DispatchArbiter
@@ -17,7 +17,7 @@ class DispatchHarness(Harness):
     one way, occupy the other), with the stations, the memory tracker and the CDB left
     free."""
 
-    GROUPS = (PropertyGroup("dispatch", "prove", 2),)
+    GROUPS = (PropertyGroup("dispatch", "prove", 3),)
     ASSUMPTIONS = ("offers_of_their_class",)
 
     def build(self, m: Module):
@@ -64,9 +64,12 @@ class DispatchHarness(Harness):
         delivered = Cat(*(port.valid for port in arbiter.deliver))
         self.check(m, "dispatch", "deliveries_only_to_free_instances", (delivered & asr.busy) == 0)
         self.check(m, "dispatch", "one_delivery_per_grant", popcount(delivered) == popcount(arbiter.take))
+        # The trace shows last cycle's grants.
         slots = list(arbiter.trace)
+        grants_before = Signal.like(popcount(arbiter.take))
+        m.d.sync += grants_before.eq(popcount(arbiter.take))
         self.check(m, "dispatch", "trace_slots_one_per_grant", popcount(Cat(*(s.valid for s in slots)))
-                   == popcount(arbiter.take))
+                   == grants_before)
         if len(slots) > 1:
             self.check(m, "dispatch", "trace_slots_distinct_instances", Cat(*(
                 ~(a.valid & b.valid) | (a.task.accel_class != b.task.accel_class) | (a.instance != b.instance)

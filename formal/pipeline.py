@@ -37,20 +37,25 @@ def _one_entry_queues(config) -> bool:
 
 
 class AnyLatencyCore(wiring.Component):
-    """A core that finishes after any number of cycles: ``done`` rises in whichever cycle a
-    free input chooses and stays until the task leaves, as ``core_signature`` requires.
-    It stands for every latency at once, so no counter state enters the induction. It
-    writes back as it finishes and moves no data."""
+    """A core that finishes after any number of cycles: ``done`` rises in whichever cycle
+    after the start a free input chooses and stays until the task leaves, as
+    ``core_signature`` requires. It stands for every latency at once, so no counter state
+    enters the induction. It writes back as it finishes and moves no data."""
 
     def __init__(self, config):
         super().__init__(core_signature(config))
+        self.running = Signal()        # between its start and its release (for the harness)
 
     def elaborate(self, platform):
         m = Module()
-        done = Signal()
+        running, done = self.running, Signal()
+        with m.If(self.start):
+            m.d.sync += running.eq(1)
+        with m.Elif(self.release):
+            m.d.sync += running.eq(0)
         with m.If(self.start | self.release):
             m.d.sync += done.eq(0)
-        with m.Elif(AnySeq(1)):
+        with m.Elif(running & AnySeq(1)):
             m.d.sync += done.eq(1)
         m.d.comb += [self.done.eq(done), self.writeback.eq(done), self.dma.read.eq(0), self.dma.write.eq(0)]
         return m
@@ -170,6 +175,13 @@ class PipelineHarness(Harness):
         self.check(m, "records", "broadcasting_instances_are_idle", (shell_busy & self.cdb.broadcast_instances) == 0)
         self.check(m, ("records", "squash"), "tickets_only_of_done_shells",
                    (self.cdb.pending & ~Cat(*(shell.done for shell in shells))) == 0)
+        # A task starts the cycle after its grant, in its busy shell; a core runs only there.
+        self.check(m, ("records", "squash"), "starts_only_in_busy_shells",
+                   Cat(*(~shell.core.start | shell.busy for shell in shells)).all())
+        self.check(m, ("records", "squash"), "cores_run_only_in_busy_shells",
+                   Cat(*(~shell.core.running | shell.busy for shell in shells)).all())
+        self.check(m, ("records", "squash"), "cores_done_only_while_running",
+                   Cat(*(~shell.core.done | shell.core.running for shell in shells)).all())
 
     def _records(self, m: Module, places, held):
         """No two places hold one tag, and records come and go only by arrivals and releases."""

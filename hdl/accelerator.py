@@ -13,14 +13,14 @@ from then on.
 ``hts.models.timing``): it takes exactly its class's configured latency and moves no data.
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig, bits_for
 
-from .interfaces import (beats_per_block, core_signature, delivered_task_layout, dma_signature, held_task_layout,
-                         region_layout, retarget_layout, task_record_layout)
+from .interfaces import (beats_per_block, core_signature, delivered_task_layout, dma_signature, granted_task_layout,
+                         held_task_layout, region_layout, retarget_layout, task_record_layout)
 from .mutation import mutable
 from .primitives import record_register
 
@@ -37,8 +37,8 @@ def writeback_cycles(config: SystemConfig, out_blocks):
 class LatencyCore(wiring.Component):
     """A core that finishes exactly ``config.accelerators[class_index].latency`` cycles after start.
 
-    A task started (accepted) in cycle *t* is ``done`` in cycle *t + latency*, when the
-    cycle model's ``Running.finishes`` is, and takes its CDB ticket then. Its write-back
+    A task started in cycle *t* (the cycle after its grant) is ``done`` in cycle *t +
+    latency*, when the cycle model's ``Running.finishes`` is, and takes its CDB ticket then. Its write-back
     is the last ``writeback_cycles(out_blocks)`` cycles of the latency: ``writeback`` is
     high in every cycle *t'* with *t + latency − t'* ≤ that count, the complement of the
     model's "retargetable while running" test. Ports:
@@ -92,31 +92,32 @@ class AcceleratorShell(wiring.Component):
 
     Task delivery and status:
 
-    - ``task`` (in, stream of ``delivered_task_layout``, from the dispatch arbiter): the
-      task with its physical (remapped) regions, tag, pid and pc. ``ready`` is high when
-      the shell is idle and powered; a handshake in cycle *t* makes the shell busy from
-      *t + 1*;
-    - ``record`` (in, from the dispatch arbiter's ``deliver_record``): the task ID and
-      metadata of the task accepted last cycle, passed to the core (meaningless in other
-      cycles);
+    - ``task`` (in, stream of ``granted_task_layout``, from the dispatch arbiter): the
+      grant, with the task's tag and mask. ``ready`` is high when the shell is idle and
+      powered; a handshake in cycle *t* makes the shell busy from *t + 1*, and the task
+      starts then;
+    - ``delivered``, ``record`` (in, from the dispatch arbiter): the task accepted last
+      cycle, with its physical (remapped) regions, pid and pc, and its task ID and
+      metadata, which the core gets as it starts (meaningless in other cycles);
     - ``busy`` (out, to the top level): a task is held, from the cycle after acceptance
       until the cycle of its grant or abort included;
     - ``current`` (out, to the top level and the squash logic, ``held_task_layout``): what
       the shell holds of its task (while ``busy``), with the updates below applied: its
       tag for the broadcast, its mask for the squash's aborts, pid and pc for the trace,
-      its output region. The rest of the task goes to the core with ``start`` only;
+      its output region; in the start cycle pid, pc and region come from ``delivered``.
+      The rest of the task goes to the core with ``start`` only;
     - ``writes`` (out, to the core and the environment, combinational): the output region
       the core writes to in this cycle: the held task's with this cycle's retarget
       applied, so that a write in the retarget's cycle, or a completion granted in it,
-      goes home; while idle, the delivered task's;
+      goes home (meaningless while idle);
     - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
       grant; the core's ``done``;
     - ``granted`` (in, from the CDB): the done task is granted this cycle (and broadcast
       the next); the shell is idle from the clock edge, and the ASR offers the instance
       again after the broadcast. Ignored unless ``done``;
-    - ``abort`` (in, from the squash logic): drop the held task; the core stops at once,
-      the shell is free at the clock edge. It does not touch a task accepted in the same
-      cycle (the squash removes station tasks before they dispatch);
+    - ``abort`` (in, from the squash logic): drop the held task; the core stops at once
+      (or does not start), the shell is free at the clock edge. It does not touch a task
+      accepted in the same cycle (the squash removes station tasks before they dispatch);
     - ``power_enable`` (in, from the power manager): low gates the core's clock, which
       this model reduces to refusing tasks (``ready`` low). A busy core is not stopped:
       the cycle model has no power management, so the manager gates idle instances only;
@@ -133,19 +134,21 @@ class AcceleratorShell(wiring.Component):
       task writes instead (home, same size). Allowed until the cycle in which the core
       starts writing back (the copy-back engine's test is a cycle old; ``writes`` carries
       the new base in that cycle already): a retarget after it (or with no task) is
-      ignored and flagged on ``retarget_refused``;
+      ignored and flagged on ``retarget_refused``. In the grant's cycle the shell has no
+      region yet: the tracker's entry takes the retarget, and ``delivered`` carries it;
     - ``writeback_started`` (out, to the copy-back engine): the core writes, or has
       written, its output; the output base is frozen from the next cycle on;
     - ``retarget_refused`` (out): this cycle's retarget is ignored.
 
     The core (:func:`~hts.hdl.interfaces.core_signature`, e.g. a :class:`LatencyCore`) is
-    a submodule.
+    a submodule, ``core``.
     """
 
     def __init__(self, config: SystemConfig, core: wiring.Component):
-        self._core = core
+        self.core = core
         super().__init__({
-            "task": In(stream.Signature(delivered_task_layout(config))),
+            "task": In(stream.Signature(granted_task_layout(config))),
+            "delivered": In(delivered_task_layout(config)),
             "record": In(task_record_layout(config)),
             "busy": Out(1),
             "current": Out(held_task_layout(config)),
@@ -163,42 +166,49 @@ class AcceleratorShell(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.core = core = self._core
+        m.submodules.core = core = self.core
         wiring.connect(m, wiring.flipped(self.dma), core.dma)
 
         accepting = self.task.valid & self.task.ready
         leaving = self.busy & (self.abort | self.granted & self.done)
+        # The task accepted last cycle starts now: ``delivered`` and ``record`` carry it.
+        starting = Signal()
+        m.d.sync += starting.eq(accepting)
         wrote_before = Signal()
         m.d.sync += wrote_before.eq(self.writeback_started)
         retargetable = accepting | self.busy & ~wrote_before
-        held = Signal.like(self.current)
         m.d.comb += [
             self.task.ready.eq(~self.busy & self.power_enable),
             self.done.eq(self.busy & core.done),
             self.writeback_started.eq(self.busy & core.writeback),
             self.retarget_refused.eq(self.retarget.valid & ~retargetable),
-            core.start.eq(accepting),
-            core.task.eq(self.task.payload),
+            core.start.eq(starting & ~self.abort),
+            core.task.eq(self.delivered),
             core.record.eq(self.record),
             core.writes.eq(self.writes),
             core.release.eq(leaving),
         ]
 
-        # The task held from this cycle on, before the updates that land at the edge. An
-        # idle shell takes whatever is delivered, accepted or not (the held task means
-        # something only while ``busy``), so the multiplexer is chosen by a register and
-        # not by the dispatch grant behind ``accepting``.
+        # ``current``: the register, but in the start cycle pid, pc and region, which
+        # come from the tracker's entry. The held task means something only while
+        # ``busy``: no reset (record_register, hdl/primitives.py).
+        held = record_register(m, self.current, "held_task")
+        with m.If(starting):
+            m.d.comb += [getattr(self.current, name).eq(getattr(self.delivered, name))
+                         for name in ("pid", "pc", "writes")]
+        # The task held from the edge on, with the updates that land there. An idle shell
+        # takes whatever tag and mask are offered, accepted or not, so the multiplexer is
+        # chosen by a register and not by the dispatch grant behind ``accepting``.
         kept = Signal.like(self.current)
-        payload = Cat(*(getattr(self.task.payload, name) for name, _ in kept.shape()))
-        m.d.comb += [kept.eq(Mux(self.busy, self.current, payload)),
-                     held.eq(kept), held.mask.eq(kept.mask & ~self.confirm)]
+        m.d.comb += kept.eq(self.current)
+        with m.If(~self.busy):
+            m.d.comb += [kept.tag.eq(self.task.payload.tag), kept.mask.eq(self.task.payload.mask)]
+        updated = Signal.like(self.current)
+        m.d.comb += [updated.eq(kept), updated.mask.eq(kept.mask & ~self.confirm)]
         with m.If(self.retarget.valid & retargetable):
-            m.d.comb += held.writes.base.eq(self.retarget.base)
-        # An idle shell's core takes the delivered region at its start; a retarget in the
-        # same cycle lands in ``current``, which the core follows from the next cycle.
-        m.d.comb += self.writes.eq(Mux(self.busy, held.writes, self.task.payload.writes))
-        # The held task means something only while ``busy``: no reset (record_register, hdl/primitives.py).
-        m.d.sync += record_register(m, self.current, "held_task").eq(held)
+            m.d.comb += updated.writes.base.eq(self.retarget.base)
+        m.d.comb += self.writes.eq(updated.writes)
+        m.d.sync += held.eq(updated)
 
         with m.If(accepting):
             m.d.sync += self.busy.eq(1)

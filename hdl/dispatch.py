@@ -7,13 +7,15 @@ lowest-numbered classes go, each to the lowest free instance of its class: a fix
 priority by class, a carry chain over the classes, where an oldest-first choice looked
 each offer's tag up in the memory tracker's age matrix (docs/hardware.md, "Timing").
 
-Stations hold queued records (tag, class, mask, waits). A grant of rank ``k`` (``k``
-eligible offers of lower classes) takes its offer's record and the tracker entry of its
-tag (regions, pid and pc from the tracker's flip-flops), which together are the task the
-shell receives. The task's record (task ID, metadata) follows the cycle after, read from
-the tracker's distributed RAM by the tag registered at the grant, so that the RAM's read
-is not behind the pick. That is ``dispatch_width`` tag look-ups per cycle rather than the
-whole task kept in every station entry (hdl/interfaces.py).
+Stations hold queued records (tag, class, mask, waits). In the grant's cycle a shell
+takes its class's offer's tag and mask (the squash and the broadcast need no more), and
+the grant of rank ``k`` (``k`` eligible offers of lower classes) is registered in slot
+``k``: its record and its tag, one-hot. The cycle after, the task starts: the slot's
+record and its tag's tracker entry (regions, pid and pc from the tracker's flip-flops)
+are the task the shell hands its core, with the task ID and metadata from the tracker's
+distributed RAM, both read by the registered tag. So no tracker read is behind the pick
+and the grant (docs/hardware.md, "Timing"), and the arbiter makes ``dispatch_width`` tag
+look-ups per cycle rather than keeping the whole task in every station entry.
 """
 
 from amaranth.hdl import Array, Cat, Module, Signal
@@ -22,8 +24,9 @@ from amaranth.lib.wiring import In, Out
 
 from hts.config import SystemConfig
 
-from .interfaces import (delivered_task_layout, dispatch_trace_layout, instance_numbering, occupy_layout,
-                         queued_task_layout, record_read_signature, task_record_layout, tracker_register_layout)
+from .interfaces import (delivered_task_layout, dispatch_trace_layout, granted_task_layout, instance_numbering,
+                         occupy_layout, queued_task_layout, record_read_signature, task_record_layout,
+                         tracker_register_layout)
 from .mutation import mutable
 from .primitives import entry_at, index_set, lowest_ones, popcount, select, whole_task, wire
 
@@ -45,29 +48,35 @@ class DispatchArbiter(wiring.Component):
     - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
       is free, and the lowest free one (numbered within the class).
 
-    Outputs (combinational but ``deliver_record``; what they drive lands at the clock edge):
+    Outputs of the grant (combinational; what they drive lands at the clock edge):
 
     - ``take`` (out, to the stations): per class, the offer is granted and leaves;
     - ``granted_tags`` (out, to the top level): the tags of the granted offers, one bit
       per tag;
     - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
-    - ``deliver`` (out, to the accelerator shells): one ``delivered_task_layout`` stream
+    - ``deliver`` (out, to the accelerator shells): one ``granted_task_layout`` stream
       per flat instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the
-      granted task. The grant does not wait for ``ready``: the station and the ASR commit at the
+      grant, its payload the tag and mask of its class's offer (an idle shell takes it
+      whether granted or not). The grant does not wait for ``ready``: the station and the ASR commit at the
       same edge, so an instance the ASR reports free must accept. It does: a shell is
       ready when idle and powered, and it is idle whenever the ASR says free (both turn
       busy at the dispatch edge; the shell is free at the grant or abort edge, the ASR
       at the abort edge or the end of the broadcast, a cycle after the grant). The power
       manager must therefore gate only instances it also keeps from being offered (e.g.
       marked busy); a task delivered to an unpowered shell would be lost, its station
-      entry gone and its instance busy forever;
+      entry gone and its instance busy forever.
+
+    Outputs of last cycle's grants (from registers and the tracker's entries):
+
     - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
-      of rank ``k`` (``valid``, ``instance`` within the class, ``task``), so the slots in
-      order are the model's ``dispatch`` events in order. Valid slots fill from slot 0.
-      A shell's ``deliver`` payload is the ``task`` of its grant's slot;
-    - ``deliver_record`` (out, to the accelerator shells): per flat instance, the task
-      ID and metadata of the task delivered to it last cycle: the record read of its
-      grant's slot, from the tag registered at the grant. Meaningless in other cycles.
+      of rank ``k`` of the cycle before (``valid``, ``instance`` within the class,
+      ``task``), so the slots in order are the model's ``dispatch`` events of that cycle
+      in order. Valid slots fill from slot 0. ``task`` is read now, by the registered
+      tag: its regions carry the retarget of the grant's cycle, as the model's event does;
+    - ``delivered``, ``deliver_record`` (out, to the accelerator shells): per flat
+      instance, the task granted to it last cycle, which starts now: its grant slot's
+      ``task``, and its task ID and metadata (the record read of that slot). Meaningless
+      in other cycles.
     """
 
     def __init__(self, config: SystemConfig):
@@ -84,7 +93,8 @@ class DispatchArbiter(wiring.Component):
             "take": Out(classes),
             "granted_tags": Out(hts.tracker_entries),
             "occupy": Out(data.ArrayLayout(occupy_layout(config), classes)),
-            "deliver": Out(stream.Signature(task)).array(instances),
+            "deliver": Out(stream.Signature(granted_task_layout(config))).array(instances),
+            "delivered": Out(data.ArrayLayout(task, instances)),
             "deliver_record": Out(data.ArrayLayout(task_record_layout(config), instances)),
             "trace": Out(data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width)),
         })
@@ -108,37 +118,40 @@ class DispatchArbiter(wiring.Component):
         for c in classes:
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
+        for flat, (c, instance) in enumerate(instance_numbering(config)):
+            port = self.deliver[flat]
+            m.d.comb += [port.valid.eq(granted[c] & (self.free_instance[c] == instance)),
+                         port.payload.tag.eq(self.offer_task[c].tag), port.payload.mask.eq(self.offer_task[c].mask)]
+
         # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
-        # record, and its tag's tracker entry by the tag one-hot: each offer's tag is
-        # decoded beside the pick, so that only an AND-OR is left behind the grant. The
-        # task's ``waits`` is empty, as the stations offer only ready tasks.
+        # record and instance, registered with its tag one-hot (each offer's tag is
+        # decoded beside the pick). The cycle after, the slot's task is the record and the
+        # tag's tracker entry, an AND-OR by the registered one-hot. The task's ``waits`` is
+        # empty, as the stations offer only ready tasks.
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = wire(m, Cat(*(granted[c] & (ranks[c] == slot) for c in classes)), f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
-            slot_tag = wire(m, index_set(in_slot, tags, config.hts.tracker_entries), f"tag_of_slot_{slot}")
-            m.d.comb += [event.valid.eq(in_slot.any()),
-                         event.instance.eq(select(in_slot, self.free_instance)),
-                         queued.eq(select(in_slot, self.offer_task)),
-                         *whole_task(event.task, queued, entry_at(self.tasks, slot_tag))]
-            m.d.sync += record.tag.eq(queued.tag)
-        self._deliver_records(m, ranks)
-
-        for flat, (c, instance) in enumerate(instance_numbering(config)):
-            port = self.deliver[flat]
-            m.d.comb += port.valid.eq(granted[c] & (self.free_instance[c] == instance))
-            if width == 1:
-                m.d.comb += port.payload.eq(self.trace[0].task)
-            else:
-                m.d.comb += port.payload.eq(Array(event.task for event in self.trace)[ranks[c]])
+            slot_tag = Signal(config.hts.tracker_entries, name=f"tag_of_slot_{slot}")
+            m.d.comb += queued.eq(select(in_slot, self.offer_task))
+            m.d.sync += [event.valid.eq(in_slot.any()), event.instance.eq(select(in_slot, self.free_instance)),
+                         slot_tag.eq(index_set(in_slot, tags, config.hts.tracker_entries)),
+                         record.tag.eq(queued.tag)]
+            granted_record = Signal(queued_task_layout(config), name=f"granted_record_{slot}", reset_less=True)
+            m.d.sync += granted_record.eq(queued)
+            m.d.comb += whole_task(event.task, granted_record, entry_at(self.tasks, slot_tag))
+        self._delivered(m, ranks)
         return m
 
-    def _deliver_records(self, m: Module, ranks: list):
-        """Each instance's record: the read of its class's grant slot of last cycle."""
+    def _delivered(self, m: Module, ranks: list):
+        """Each instance's starting task and record: its class's grant slot of last cycle."""
+        tasks = [event.task for event in self.trace]
         records = [read.record for read in self.record_reads]
         if len(records) == 1:
+            m.d.comb += [delivered.eq(tasks[0]) for delivered in self.delivered]
             m.d.comb += [record.eq(records[0]) for record in self.deliver_record]
             return
         slots = [Signal.like(rank, name=f"last_slot_{c}") for c, rank in enumerate(ranks)]
         m.d.sync += [slot.eq(rank) for slot, rank in zip(slots, ranks)]
         for flat, (c, _) in enumerate(instance_numbering(self._config)):
-            m.d.comb += self.deliver_record[flat].eq(Array(records)[slots[c]])
+            m.d.comb += [self.delivered[flat].eq(Array(tasks)[slots[c]]),
+                         self.deliver_record[flat].eq(Array(records)[slots[c]])]

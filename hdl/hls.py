@@ -82,14 +82,11 @@ class ApCtrlCore(wiring.Component):
     marked out):
 
     - ``start`` (in): the kernel's ``ap_start`` rises the cycle after (registered
-      ``running``), when the task's metadata arrives, and stays high (registered
-      ``launched`` low) until ``ap_ready``. A kernel may read its arguments from its
-      ``ap_start`` cycle on, so it waits for the last of them;
-    - ``task`` (in, meaningful in the start cycle): the kernel's scalars
-      ``in_addr``/``in_words`` from its input region (blocks shifted to words),
-      registered for the run;
-    - ``record`` (in, meaningful the cycle after start): the kernel's ``meta`` from the
-      task's metadata, combinationally in that cycle and registered for the rest of the run;
+      ``running``) and stays high (registered ``launched`` low) until ``ap_ready``. A
+      kernel may read its arguments from its ``ap_start`` cycle on;
+    - ``task``, ``record`` (in, meaningful in the start cycle): the kernel's scalars
+      ``in_addr``/``in_words`` from its input region (blocks shifted to words) and its
+      ``meta`` from the task's metadata, registered for the run;
     - ``writes`` (in): ``out_words`` from its size; ``out_addr`` is the output base of the
       start cycle, registered: it stays put when the shell retargets the task;
     - ``release`` (in): drives the kernel's ``ap_rst`` (combinational), so the kernel is
@@ -125,9 +122,7 @@ class ApCtrlCore(wiring.Component):
         m.submodules.kernel = kernel = self._kernel
 
         running, launched, finished, wrote = Signal(), Signal(), Signal(), Signal()
-        record_arrives = Signal()
         out_addr = Signal(word_address_width(self._config))
-        m.d.sync += record_arrives.eq(self.start)
         with m.If(self.start):
             m.d.sync += [running.eq(1), out_addr.eq(self.writes.base << shift)]
         with m.If(kernel.ap_start & kernel.ap_ready):
@@ -141,11 +136,9 @@ class ApCtrlCore(wiring.Component):
 
         # The input arguments stay as given for the whole run (``task`` and ``record``
         # hold them for a cycle): the adapter keeps them, as ``ap_none`` arguments must be.
-        for name, value, given in (("in_addr", self.task.reads.base << shift, self.start),
-                                   ("in_words", self.task.reads.blocks << shift, self.start),
-                                   ("meta", self.record.metadata, record_arrives)):
-            port = getattr(kernel, name)
-            m.d.comb += port.eq(held(m, given, value, f"kept_{name}"))
+        for name, value in (("in_addr", self.task.reads.base << shift), ("in_words", self.task.reads.blocks << shift),
+                            ("meta", self.record.metadata)):
+            m.d.comb += getattr(kernel, name).eq(held(m, self.start, value, f"kept_{name}"))
         m.d.comb += [
             kernel.ap_rst.eq(self.release),
             kernel.ap_start.eq(running & ~launched),

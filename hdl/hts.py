@@ -243,7 +243,7 @@ class HTS(wiring.Component):
             m.d.comb += [shell.granted.eq(cdb.grant[flat]), shell.abort.eq(aborted[flat]),
                          shell.power_enable.eq(1), shell.confirm.eq(branch_unit.confirm),
                          shell.retarget.eq(copy_back.shell_retarget[flat]),
-                         shell.record.eq(arbiter.deliver_record[flat])]
+                         shell.delivered.eq(arbiter.delivered[flat]), shell.record.eq(arbiter.deliver_record[flat])]
             wiring.connect(m, arbiter.deliver[flat], shell.task)
             wiring.connect(m, shell.dma, wiring.flipped(self.accel_dma[flat]))
 

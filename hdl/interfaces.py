@@ -18,7 +18,8 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
            "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
            "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
-           "queued_task_layout", "task_layout", "delivered_task_layout", "held_task_layout", "decoded_task_layout",
+           "queued_task_layout", "task_layout", "granted_task_layout", "delivered_task_layout", "held_task_layout",
+           "decoded_task_layout",
            "decoded_signature",
            "Stall", "BranchKind", "restore_layout", "branch_layout", "loop_frame_layout",
            "tlb_entry_layout", "tlb_request_layout", "tlb_query_layout", "HeadSource", "tlb_lookahead_layout",
@@ -160,11 +161,20 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
     })
 
 
+def granted_task_layout(config: SystemConfig) -> data.StructLayout:
+    """What an accelerator shell takes of a task in its grant's cycle: the tag (for the
+    broadcast) and the mask (for the squash's aborts and the confirms). The rest of the
+    task follows the cycle after (``delivered_task_layout``), when it starts."""
+    task = task_layout(config).members
+    return data.StructLayout({name: task[name] for name in ("tag", "mask")})
+
+
 def delivered_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as the dispatch arbiter delivers it to an accelerator shell in its grant's
-    cycle, and as the trace shows it: the whole task but its record (task ID, metadata),
-    which follows the cycle after, read from the tracker's RAM by the registered tag
-    (docs/hardware.md, "Timing")."""
+    """A task as the dispatch arbiter delivers it to an accelerator shell in the cycle
+    after its grant, when it starts, and as the trace shows it: the whole task but its
+    record (task ID, metadata), which comes beside it, read from the tracker's RAM. Both
+    are read by the tag registered at the grant, so that no tracker read is behind the
+    grant (docs/hardware.md, "Timing")."""
     record = task_record_layout(config).members
     return data.StructLayout({name: shape for name, shape in task_layout(config).members.items()
                               if name not in record})
@@ -326,14 +336,13 @@ def dma_signature(config: SystemConfig) -> wiring.Signature:
 def core_signature(config: SystemConfig) -> wiring.Signature:
     """What a core offers its shell, as seen from the core.
 
-    - ``start`` (in): a task is accepted this cycle; ``task`` carries it but its record,
-      and means nothing in other cycles (the core keeps what it needs of it);
-    - ``record`` (in): the accepted task's task ID and metadata, in the cycle after
-      ``start`` only (the dispatch arbiter reads them from the tracker's RAM by the tag it
-      registered at the grant). A core that needs them to start waits that cycle;
-    - ``writes`` (in): the output region of the task, the accepted one's while ``start``
-      and the shell's held one's after it. Its base may change (retarget) until
-      ``writeback`` rises, and not after;
+    - ``start`` (in): the task starts this cycle, the cycle after its grant; ``task``
+      carries it but its record, and means nothing in other cycles (the core keeps what it
+      needs of it);
+    - ``record`` (in): the starting task's task ID and metadata, with ``start`` only (the
+      dispatch arbiter reads ``task`` and ``record`` by the tag it registered at the grant);
+    - ``writes`` (in): the output region of the task the shell holds, from ``start`` on.
+      Its base may change (retarget) until ``writeback`` rises, and not after;
     - ``release`` (in): the task leaves (granted or aborted); the core is idle from the
       next cycle;
     - ``done`` (out): the task has finished (held until ``release``);
@@ -431,7 +440,9 @@ def retarget_trace_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def dispatch_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """One ``dispatch`` event: the task as delivered (its class is ``task.accel_class``) and its instance."""
+    """One ``dispatch`` event of the cycle before: the task as delivered (its class is
+    ``task.accel_class``) and its instance. The port shows a grant the cycle after it,
+    with the task read by the registered tag, as the shell gets it."""
     return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": delivered_task_layout(config)})
 
 

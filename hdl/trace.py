@@ -6,6 +6,9 @@ cycle, the signals those events are made of on one output port
 (:func:`hts.hdl.interfaces.trace_layout`); :class:`TraceReader` turns one cycle's value
 of that port into the same event records. The Amaranth-simulator tests and the
 co-simulation both read it, so an RTL trace and a model trace compare as plain lists.
+The port shows each cycle's events in that cycle, but the dispatches: a grant shows the
+cycle after, with the task as its shell gets it (``dispatch_trace_layout``), and is read
+as an event of the grant's cycle.
 
 Within a cycle the model's event order follows its Python loops (the abort events of a
 squash, for instance, in the order its lists hold the running tasks), which hardware
@@ -62,8 +65,8 @@ class TraceReader:
         """The events of ``cycle``; ``value`` is the trace port's value in that cycle."""
         out = []
 
-        def emit(event, /, **fields):
-            out.append({"cycle": cycle, "event": event, **fields})
+        def emit(event, /, when=cycle, **fields):
+            out.append({"cycle": when, "event": event, **fields})
 
         for pid in _bits(value.end):
             emit("end", pid=pid)
@@ -92,7 +95,8 @@ class TraceReader:
         for grant in value.dispatch:
             if grant.valid:
                 task = grant.task
-                emit("dispatch", pid=task.pid, pc=task.pc, tag=task.tag, accel=self._names[task.accel_class],
+                emit("dispatch", when=cycle - 1, pid=task.pid, pc=task.pc, tag=task.tag,
+                     accel=self._names[task.accel_class],
                      instance=grant.instance, reads=_region(task.reads), writes=_region(task.writes),
                      mask=task.mask)
         for issued in value.issue:

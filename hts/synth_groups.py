@@ -60,7 +60,8 @@ class BlockGroup(wiring.Component):
 class IssueAndDispatch(BlockGroup):
     """The window, the reservation stations, the dispatch arbiter and the ASR, wired by
     :func:`hts.hdl.hts.connect_issue_and_dispatch`: the issue and the dispatch cycles,
-    from the queues' registers to the grant's task at the shells' ports."""
+    from the queues' registers to the grant at the shells' ports (and from the registered
+    grant to the starting task the cycle after)."""
 
     def __init__(self, config: SystemConfig):
         window, arbiter, asr = DispatchWindow(config), DispatchArbiter(config), AcceleratorStatus(config)

@@ -15,7 +15,7 @@ __all__ = ["Running", "AcceleratorStatus"]
 class Running:
     task: DecodedTask
     instance: int
-    started: int
+    started: int           # the accelerator's first cycle: the cycle after the grant (``START_DELAY``)
     finishes: int          # when the scheduler learns it is done (takes its CDB ticket)
     computing: int         # cycles the accelerator computes (utilization counts these)
 

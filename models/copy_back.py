@@ -18,7 +18,7 @@ from .memory_tracker import MemoryTracker, Region
 from .tlb import CopyBack, TaskLookupBuffer, TLBEntry
 from .window import DecodedTask
 
-__all__ = ["CopyBackEngine", "CopyBackStep", "transfer_cycles", "busy_regions", "retarget_task"]
+__all__ = ["CopyBackEngine", "CopyBackStep", "transfer_cycles", "busy_regions", "retargeted", "retarget_task"]
 
 
 def transfer_cycles(config: SystemConfig, blocks: int) -> int:
@@ -27,10 +27,14 @@ def transfer_cycles(config: SystemConfig, blocks: int) -> int:
     return max(1, -(-words // config.hts.copyback_words_per_cycle))
 
 
+def retargeted(region, entry: TLBEntry | None):
+    """``region`` after ``entry``'s retarget (if any): the TM copy becomes its home region."""
+    return entry.home if entry is not None and region == (entry.tm_base, entry.home[1]) else region
+
+
 def retarget_task(task: DecodedTask, entry: TLBEntry):
-    """A retarget's effect on a task in flight: the entry's TM copy becomes its home region."""
-    tm = (entry.tm_base, entry.home[1])
-    task.reads, task.writes = (entry.home if region == tm else region for region in (task.reads, task.writes))
+    """A retarget's effect on a task in flight."""
+    task.reads, task.writes = retargeted(task.reads, entry), retargeted(task.writes, entry)
 
 
 def busy_regions(tracker: MemoryTracker) -> list[tuple[int, Region]]:
@@ -108,9 +112,11 @@ class CopyBackEngine:
         return self._not_writing(t - 1, waiting, running)
 
     def _not_writing(self, t: int, waiting: list[DecodedTask], running: list[Running]) -> frozenset[int]:
-        """The tasks waiting, and those computing that have not started writing back at ``t``."""
+        """The tasks waiting, and those granted that have not started writing back at ``t``:
+        in their first cycle, or before the last ``transfer_cycles`` of their latency."""
         return frozenset({task.tag for task in waiting} | {
-            run.task.tag for run in running if run.finishes - t > transfer_cycles(self.config, run.task.writes[1])})
+            run.task.tag for run in running
+            if t <= run.started or run.finishes - t > transfer_cycles(self.config, run.task.writes[1])})
 
     def finish(self):
         """The end of the cycle in which the copy under way finished."""

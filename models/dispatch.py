@@ -3,8 +3,10 @@
 Issue moves up to ``dispatch_width`` tasks from the window into their class's
 reservation station, within the room the stations had at the start of the cycle.
 Dispatch lets each station offer its oldest ready task when its class has a free
-instance; the offers of the ``dispatch_width`` lowest-numbered classes start. RTL:
-``hdl/window.py`` (issue) and ``hdl/dispatch.py`` (the arbiter).
+instance; the offers of the ``dispatch_width`` lowest-numbered classes are granted. A
+granted task holds its instance from the grant and starts the cycle after
+(``START_DELAY``), when the shell has its regions. RTL: ``hdl/window.py`` (issue) and
+``hdl/dispatch.py`` (the arbiter).
 """
 
 from hts.assembler import Program
@@ -14,15 +16,22 @@ from .reservation_station import ReservationStation
 from .timing import DeviceTiming
 from .window import DecodedTask, DispatchWindow
 
-__all__ = ["Dispatch"]
+__all__ = ["Dispatch", "START_DELAY"]
+
+# Cycles from a dispatch grant to the accelerator's first cycle: the grant is registered,
+# and the shell reads the task's regions by the registered tag (docs/hardware.md, "Timing").
+START_DELAY = 1
 
 
 class Dispatch:
-    def __init__(self, width: int, classes: list, timing: DeviceTiming, interrupt_latency: int = 0):
+    def __init__(self, width: int, classes: list, timing: DeviceTiming, interrupt_latency: int = 0,
+                 start_delay: int = START_DELAY):
         """``interrupt_latency``: the software runtime learns of a completion that much later,
-        and the instance waits idle meanwhile (0 for the hardware scheduler)."""
+        and the instance waits idle meanwhile (0 for the hardware scheduler).
+        ``start_delay``: cycles from a grant to the task's start (0 for the runtime, which
+        starts a task as it dispatches it)."""
         self.width, self.classes, self.timing = width, classes, timing
-        self.interrupt_latency = interrupt_latency
+        self.interrupt_latency, self.start_delay = interrupt_latency, start_delay
 
     def issue(self, window: DispatchWindow, stations: list[ReservationStation],
               station_room: list[int]) -> list[DecodedTask]:
@@ -34,11 +43,12 @@ class Dispatch:
 
     def dispatch(self, t: int, stations: list[ReservationStation], asr: AcceleratorStatus,
                  programs: list[Program]) -> list[Running]:
-        """Start the offers of the lowest-numbered classes on free instances; the runs started, in class order."""
+        """Grant the offers of the lowest-numbered classes free instances; the runs granted, in class order."""
         started = []
         for index, task, instance in self._offers(stations, asr)[: self.width]:
             latency = self.timing.cycles(self.classes[index], programs[task.pid].decoded[task.pc])
-            run = Running(task, instance, t, t + latency + self.interrupt_latency, computing=latency)
+            start = t + self.start_delay
+            run = Running(task, instance, start, start + latency + self.interrupt_latency, computing=latency)
             stations[index].remove(task)
             asr.occupy(run)
             started.append(run)

@@ -32,9 +32,9 @@ from .asr import AcceleratorStatus, Running
 from .branch_unit import OUTCOME_DELAY, BranchUnit, PendingBranch
 from .cdb import CommonDataBus
 from .control import Fault
-from .copy_back import CopyBackEngine, retarget_task, transfer_cycles
+from .copy_back import CopyBackEngine, retarget_task, retargeted, transfer_cycles
 from .decode import Decode, Decoded, ProcessContext, runtime_accesses
-from .dispatch import Dispatch
+from .dispatch import START_DELAY, Dispatch
 from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
@@ -94,7 +94,8 @@ class HTSModel:
         self.window = DispatchWindow(config.hts.window)
         self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
         self.dispatch = Dispatch(config.hts.dispatch_width, self.classes, self.timing,
-                                 config.timing.interrupt_latency if self.runtime else 0)
+                                 config.timing.interrupt_latency if self.runtime else 0,
+                                 start_delay=0 if self.runtime else START_DELAY)
         self.asr = AcceleratorStatus([acc.count for acc in self.classes])
         self.cdb = CommonDataBus(config.hts.cdb_width)
         self.tlb = TaskLookupBuffer(config.hts.tlb_entries, config.hts.tm_blocks, config.memory.blocks)
@@ -221,13 +222,16 @@ class HTSModel:
     # ---- dispatch and issue ---------------------------------------------------------------
 
     def _dispatch(self, t: int) -> bool:
+        """The grants; each event shows the regions the task starts with, this cycle's
+        retarget applied (it lands at the end of the cycle, before the start)."""
         started = self.dispatch.dispatch(t, self.stations, self.asr, self.programs)
         for run in started:
             task = run.task
             self.in_progress.append(run)
             self.trace.emit(t, "dispatch", pid=task.pid, pc=task.pc, tag=task.tag,
                             accel=self.classes[task.class_index].name, instance=run.instance,
-                            reads=list(task.reads), writes=list(task.writes), mask=task.mask)
+                            reads=list(retargeted(task.reads, self._retargeted)),
+                            writes=list(retargeted(task.writes, self._retargeted)), mask=task.mask)
         return bool(started)
 
     def _issue(self, t: int, station_room: list[int]) -> bool:

@@ -21,6 +21,7 @@ from hts.assembler import assemble
 from hts.config import load_config
 from hts.isa import FaultCause
 from hts.progen import random_config, random_programs, random_windows
+from hts.models.dispatch import START_DELAY
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory, outside_windows
@@ -324,12 +325,12 @@ def test_independent_tasks_overlap(default_config):
 
 def test_pipeline_timing_of_one_task(default_config):
     """fetch at 0, in flight at 1, queued at 2, decode at 3, enqueue at 4, issue at 5,
-    dispatch at 6, complete latency later, broadcast the cycle after, end the next."""
+    dispatch at 6, start at 7, complete latency later, broadcast the cycle after, end the next."""
     program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     cycles = {e.event: e.cycle for e in result.trace.events}
     assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (3, 4, 5, 6)
-    assert cycles["complete"] == 6 + 921
+    assert cycles["complete"] == 6 + START_DELAY + 921
     assert cycles["end"] == cycles["complete"] + 2 and result.cycles == cycles["end"] + 1
 
 

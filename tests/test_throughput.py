@@ -14,6 +14,7 @@ from hts.benchmarks.throughput import (
     PROGRAMS, back_end_cycles_per_task, in_flight_limit, measure, program_text, shortest_class, task_times,
 )
 from hts.errors import HTSError
+from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory
 
@@ -122,13 +123,13 @@ def test_a_chain_task_waits_for_the_previous_one_so_its_latency_grows(default_co
     result = _measured("chain", default_config, 64)
     burst = len(result.burst)
     assert burst >= 2
-    # Decoded a cycle apart, dispatched a broadcast apart (latency + 2): each waits
-    # latency + 1 cycles longer.
+    # Decoded a cycle apart, dispatched a broadcast apart (start, latency, broadcast,
+    # dispatch: latency + 3): each waits latency + 2 cycles longer.
     steps = [b - a for a, b in zip(result.latencies[:burst], result.latencies[1:burst])]
-    assert steps == [latency + 1] * (burst - 1)
+    assert steps == [latency + START_DELAY + 1] * (burst - 1)
     assert result.latencies == sorted(result.latencies)
     # Afterwards a window slot frees once per task, when the previous one's broadcast lets the next go.
-    assert result.steady_median_interval == latency + 2
+    assert result.steady_median_interval == latency + START_DELAY + 2
     assert result.steady_cycles_per_task == back_end_cycles_per_task("chain", default_config)
 
 

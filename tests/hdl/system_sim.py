@@ -70,7 +70,7 @@ class Harness(Elaboratable):
     there. (Sampling the ports at every edge instead costs more than the design itself.)
     ``reset`` is the scheduler's ``rst``: raised for a cycle, it resets the ``HTS`` (and
     nothing of the harness) at the edge. ``records`` holds, per flat instance, the task
-    ID and metadata its core was given (the cycle after its task), for the accelerator
+    ID and metadata its core was given (with its task, as it starts), for the accelerator
     function the environment runs at the grant.
     """
 
@@ -107,10 +107,10 @@ class Harness(Elaboratable):
             seen.grant.eq(hts.cdb.grant),
         ]
         for flat, shell in enumerate(hts.shells):
-            accepting = shell.task.valid & shell.task.ready
-            m.d.comb += self.records[flat].eq(given_record(m, accepting, shell.record, f"core_{flat}"))
-            m.d.sync += [seen.started[flat].eq(accepting),
-                         seen.accepted[flat].eq(shell.task.payload), seen.writes[flat].eq(shell.writes),
+            core = shell.core
+            m.d.comb += self.records[flat].eq(given_record(m, core.start, core.record, f"core_{flat}"))
+            m.d.sync += [seen.started[flat].eq(core.start),
+                         seen.accepted[flat].eq(core.task), seen.writes[flat].eq(shell.writes),
                          seen.records[flat].eq(self.records[flat])]
         return m
 

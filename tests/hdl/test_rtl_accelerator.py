@@ -1,14 +1,14 @@
 """The accelerator shell with a latency core, against the timing of ``models/hts.py``.
 
-The model dispatches a task at *t* and it finishes (takes its CDB ticket) at
-*t + latency*; it is retargetable while it waits in a station (its dispatch cycle
-included), in its first cycle on the accelerator, and while running with
-``finishes - t > _transfer_cycles(output blocks)`` one cycle before (the copy-back
-engine's test is registered); confirmations and retargets land at the end of the
-cycle, on running tasks too, and the core sees a retarget in its own cycle. Two
-shells of classes with different latencies run side by side on random traffic. The
-task's record (task ID, metadata), given the cycle after the task, reaches the core
-unchanged.
+The model grants a task at *t* (the shell takes its tag and mask); it starts at
+*t + 1*, when the rest of the task and its record arrive, and finishes (takes its CDB
+ticket) at *t + 1 + latency*. It is retargetable while it waits in a station (its
+grant's cycle included), in its start cycle, and while running with ``finishes - t >
+transfer_cycles(output blocks)`` one cycle before (the copy-back engine's test is
+registered); confirmations and retargets land at the end of the cycle, on running
+tasks too, and the core sees a retarget in its own cycle. A retarget in the grant's
+cycle reaches the task through its delivered regions, as the tracker's entry takes it.
+Two shells of classes with different latencies run side by side on random traffic.
 """
 
 import dataclasses
@@ -20,7 +20,8 @@ from amaranth.hdl import Module, Shape
 from rtl_sim import region_value, run
 
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
-from hts.hdl.interfaces import delivered_task_layout, held_task_layout, region_layout, task_record_layout
+from hts.hdl.interfaces import (delivered_task_layout, granted_task_layout, held_task_layout, region_layout,
+                                task_record_layout)
 from hts.models.copy_back import transfer_cycles
 
 
@@ -46,16 +47,17 @@ class ShellModel:
     def __init__(self, latency: int, transfer_cycles):
         self.latency, self.transfer_cycles = latency, transfer_cycles
         self.task = None               # dict in delivered_task_layout form
+        self.start = None              # the cycle after the grant
         self.finishes = None
         self.grant_at = None
         self.abort_at = None           # a squash hits it then (running, or waiting for its grant)
 
     def not_writing(self, t: int) -> bool:
-        return self.task is not None and self.finishes - t > self.transfer_cycles(self.task["writes"]["blocks"])
+        return self.task is not None and (
+            t <= self.start or self.finishes - t > self.transfer_cycles(self.task["writes"]["blocks"]))
 
     def retargetable(self, t: int, accepting: bool) -> bool:
-        first_cycle = self.task is not None and self.finishes - self.latency == t - 1
-        return accepting or first_cycle or self.not_writing(t - 1)
+        return accepting or self.not_writing(t - 1)
 
     def writeback_started(self, t: int) -> bool:
         return self.task is not None and not self.not_writing(t)
@@ -87,13 +89,14 @@ def test_shell_timing_matches_model(request, system, seed):
     cores = [LatencyCore(config, c) for c in classes]
     shells = [AcceleratorShell(config, core) for core in cores]
     refs = [ShellModel(latency, functools.partial(transfer_cycles, config)) for latency in latencies]
-    held = held_task_layout(config)
+    held, granted_layout = held_task_layout(config), granted_task_layout(config)
+    delivered_layout = delivered_task_layout(config)
     top = Module()
     for index, shell in enumerate(shells):
         top.submodules[f"shell{index}"] = shell
     rng = random.Random(seed)
-    seen = {"accepted": 0, "granted": 0, "aborted": 0, "retargeted": 0, "refused": 0, "gated": 0,
-            "retargeted_at_acceptance": 0, "retargeted_writing": 0}
+    seen = {"accepted": 0, "granted": 0, "aborted": 0, "aborted_at_start": 0, "retargeted": 0, "refused": 0,
+            "gated": 0, "retargeted_at_acceptance": 0, "retargeted_writing": 0}
 
     async def bench(ctx):
         offers = [None, None]
@@ -116,7 +119,10 @@ def test_shell_timing_matches_model(request, system, seed):
                 confirm = rng.getrandbits(config.hts.spec_ids) if rng.random() < 0.1 else 0
                 ctx.set(shell.task.valid, offers[index] is not None)
                 if offers[index] is not None:
-                    ctx.set(shell.task.payload, offers[index])
+                    ctx.set(shell.task.payload, {name: offers[index][name] for name, _ in granted_layout})
+                # The task arrives whole in its start cycle; anything else is noise the shell ignores.
+                starting = ref.task is not None and t == ref.start
+                ctx.set(shell.delivered, ref.task if starting else random_task(rng, config, class_index))
                 ctx.set(shell.power_enable, powered[index])
                 ctx.set(shell.granted, granted)
                 ctx.set(shell.abort, aborted)
@@ -135,23 +141,28 @@ def test_shell_timing_matches_model(request, system, seed):
                 assert ctx.get(shell.retarget_refused) == refused, where
                 assert not ctx.get(shell.dma.read) and not ctx.get(shell.dma.write), where
                 assert ctx.get(cores[index].record) == task_record_layout(config).const(record), where
+                assert ctx.get(cores[index].start) == (starting and not aborted), where
+                if starting:
+                    assert ctx.get(cores[index].task) == delivered_layout.const(ref.task), where
+                    seen["aborted_at_start"] += aborted
                 if ref.task is not None:
                     assert ctx.get(shell.current) == held.const({name: ref.task[name] for name, _ in held}), where
-                # The core sees the output region it writes: the accepted task's, then the held
-                # one's, with a retarget of the cycle applied.
-                writes = offers[index]["writes"] if accepting else ref.task["writes"] if ref.task else None
-                if ref.task is not None and retarget and not refused:
-                    writes = {**writes, "base": retarget_base}
-                    seen["retargeted_writing"] += ref.writeback_started(t)
-                if writes is not None:
+                    # The core sees the output region it writes: the held task's, with a
+                    # retarget of the cycle applied.
+                    writes = ref.task["writes"]
+                    if retarget and not refused:
+                        writes = {**writes, "base": retarget_base}
+                        seen["retargeted_writing"] += ref.writeback_started(t)
                     assert ctx.get(cores[index].writes) == region_layout(config).const(writes), where
                     assert ctx.get(shell.writes) == region_layout(config).const(writes), where
 
                 # What lands at the clock edge.
                 seen["gated"] += ref.task is None and not powered[index] and offers[index] is not None
                 if accepting:
-                    ref.task, ref.finishes, ref.grant_at = offers[index], t + ref.latency, None
-                    ref.abort_at = t + 1 + rng.randrange(ref.latency + 8) if rng.random() < 0.2 else None
+                    ref.task, ref.start, ref.grant_at = offers[index], t + 1, None
+                    ref.finishes = ref.start + ref.latency
+                    # Some in the start cycle, when the core must not start.
+                    ref.abort_at = ref.start + rng.choice([0, rng.randrange(ref.latency + 8)]) if rng.random() < 0.2 else None
                     seen["retargeted_at_acceptance"] += retarget
                     offers[index] = None
                     seen["accepted"] += 1

@@ -295,7 +295,7 @@ def test_copy_back_matches_model(request, system, seed):
                     busy_now.add(flat)
                     model.window.tasks.remove(task)
                     latency = config.accelerators[task.class_index].latency
-                    model.in_progress.append(Running(task, flat, t, t + latency, latency))
+                    model.in_progress.append(Running(task, flat, t + 1, t + 1 + latency, latency))
 
             # Decode: new tasks on tags free at the start of the cycle, most of them
             # speculative, with a TLB entry (some of them resolved already).
@@ -332,7 +332,7 @@ def test_copy_back_matches_model(request, system, seed):
             for flat, shell in enumerate(shells):
                 inputs.set(shell.task.valid, flat in delivered)
                 if flat in delivered:
-                    ctx.set(shell.task.payload, delivered[flat])
+                    ctx.set(shell.task.payload, {"tag": delivered[flat]["tag"], "mask": delivered[flat]["mask"]})
                 inputs.set(shell.granted, any(run.instance == flat for run in granted))
             memory.drive(ctx, engine, t)
 
@@ -397,6 +397,10 @@ def test_copy_back_matches_model(request, system, seed):
                 tlb.tm_next = 0
             await ctx.tick()
 
+            # A task granted in the cycle starts now, with that cycle's retarget applied.
+            for running in model.in_progress:
+                if running.started == t + 1:
+                    ctx.set(shells[running.instance].delivered, delivered_task_record(running.task))
             assert ctx.get(engine.copying) == (model.engine.under_way is not None), where
             for running in model.in_progress + model.cdb.tickets:
                 writes = ctx.get(shells[running.instance].current.writes)

@@ -5,9 +5,10 @@ random tasks. The arbiter sees what the RTL stations, ASR and tracker would show
 station's oldest ready task (its queued record), each class's lowest free instance, and
 the tracker entries holding the rest of every task in flight (regions, pid and pc as
 registers, the rest answering the arbiter's record reads by tag; junk in the entries of
-free tags, as the tracker leaves them). A granted task must reach its shell and the trace
-whole (queued record and its tag's entry), and its task ID and metadata its shell the
-cycle after, read by the tag granted in its slot.
+free tags, as the tracker leaves them). A grant must give its shell the offer's tag and
+mask in its cycle, and the cycle after, read by the tag registered in its slot, the whole
+task (queued record and its tag's entry) with its task ID and metadata to its shell, and
+the task to the trace.
 """
 
 import dataclasses
@@ -23,7 +24,7 @@ from rtl_sim import run
 
 from hts.config import load_config
 from hts.hdl.dispatch import DispatchArbiter
-from hts.hdl.interfaces import instance_numbering
+from hts.hdl.interfaces import granted_task_layout, instance_numbering
 from hts.models.asr import AcceleratorStatus
 from hts.models.dispatch import Dispatch
 from hts.models.reservation_station import ReservationStation
@@ -75,7 +76,7 @@ def test_dispatch_matches_model(request, system, seed):
             run.task for run in model.asr.running()]
 
     async def bench(ctx):
-        last_grants = []                 # (slot, flat instance, task) granted last cycle
+        last_grants = []                 # (slot, flat instance, run) granted last cycle
         for cycle in range(CYCLES):
             where = f"{system}, seed {seed}, cycle {cycle}"
             # Phases of slow and fast completion, so that classes both saturate and idle.
@@ -83,8 +84,9 @@ def test_dispatch_matches_model(request, system, seed):
                 finish_rate = rng.choice([0.05, 0.2, 0.5])
             # What the start of the cycle holds: completions of earlier cycles have freed
             # instances and tags, new tasks have reached the stations, waits were cleared.
+            # A task granted last cycle starts now: it cannot have finished.
             for running in list(model.asr.running()):
-                if rng.random() < finish_rate:
+                if rng.random() < finish_rate and running.started < cycle:
                     model.asr.release(running.task.class_index, running.instance)
             for station in model.stations:
                 for task in station.tasks:
@@ -109,21 +111,30 @@ def test_dispatch_matches_model(request, system, seed):
                                 for tag in range(hts.tracker_entries)])
             # The record reads name last cycle's grants, slot by slot; the tracker's RAM
             # answers each in the same cycle (with junk for a tag granted nothing).
-            granted_before = {task.tag: task for _, _, task in last_grants}
+            granted_before = {run.task.tag: run.task for _, _, run in last_grants}
             for slot, read in enumerate(dut.record_reads):
                 tag = ctx.get(read.tag)
-                grants_in_slot = [task.tag for k, _, task in last_grants if k == slot]
+                grants_in_slot = [run.task.tag for k, _, run in last_grants if k == slot]
                 assert grants_in_slot in ([], [tag]), f"{where}, record read {slot}"
                 ctx.set(read.record, task_record_value(granted_before.get(tag, junk[tag])))
-            for _, flat, task in last_grants:
-                record = ctx.get(dut.deliver_record[flat])
+            # Last cycle's grants start: the whole task to the shell, and to the trace.
+            trace = ctx.get(dut.trace)
+            for slot in range(hts.dispatch_width):
+                assert trace[slot].valid == (slot < len(last_grants)), f"{where}, slot {slot}"
+            for slot, flat, run in last_grants:
+                task, record = run.task, ctx.get(dut.deliver_record[flat])
                 assert (record.task_id, record.metadata) == (task.task_id, task.metadata), f"{where}, instance {flat}"
+                assert delivered_record_fields(ctx.get(dut.delivered[flat])) == delivered_task_fields(task), \
+                    f"{where}, instance {flat}"
+                assert trace[slot].instance == run.instance, f"{where}, slot {slot}"
+                assert delivered_record_fields(trace[slot].task) == delivered_task_fields(task), f"{where}, slot {slot}"
+                assert trace[slot].task.accel_class == task.class_index, where
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 
             dispatched = model.dispatch.dispatch(cycle, model.stations, model.asr, model.programs)
             granted = {run.task.tag: run for run in dispatched}
-            last_grants = [(slot, numbering.index((run.task.class_index, run.instance)), run.task)
+            last_grants = [(slot, numbering.index((run.task.class_index, run.instance)), run)
                            for slot, run in enumerate(dispatched)]
             taken = [offers[c] is not None and offers[c].tag in granted for c in classes]
 
@@ -139,16 +150,8 @@ def test_dispatch_matches_model(request, system, seed):
                 delivered = taken[c] and free[c] == instance
                 assert ctx.get(port.valid) == delivered, f"{where}, instance {flat}"
                 if delivered:
-                    assert delivered_record_fields(ctx.get(port.payload)) == delivered_task_fields(offers[c]), \
-                        f"{where}, instance {flat}"
-            trace = ctx.get(dut.trace)
-            for slot in range(hts.dispatch_width):
-                assert trace[slot].valid == (slot < len(dispatched)), f"{where}, slot {slot}"
-            for slot, started in enumerate(dispatched):
-                task = next(offer for offer in offers if offer is not None and offer.tag == started.task.tag)
-                assert trace[slot].instance == started.instance, f"{where}, slot {slot}"
-                assert delivered_record_fields(trace[slot].task) == delivered_task_fields(task), f"{where}, slot {slot}"
-                assert trace[slot].task.accel_class == started.task.class_index, where
+                    assert ctx.get(port.payload) == granted_task_layout(config).const(
+                        {"tag": offers[c].tag, "mask": offers[c].mask}), f"{where}, instance {flat}"
 
             eligible = sum(offers[c] is not None and free[c] is not None for c in classes)
             seen.update(dispatched=len(dispatched), several=len(dispatched) > 1,

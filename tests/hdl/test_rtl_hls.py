@@ -5,8 +5,9 @@ Its memory must end as ``hts.models.dsp.vector_add`` leaves it (through
 ``VectorAddCoreLatency`` cycles with its write-back the last ``transfer_cycles`` of them
 (the model's retarget rule), a retarget before write-back must move its output, and an
 abort must leave it idle and ready for the next task even with reads in flight. As the
-dispatch arbiter does, the bench gives the task's metadata the cycle after the task, and
-junk on the shell's ``record`` port in every other cycle.
+dispatch arbiter does, the bench grants the task's tag and mask, gives the task and its
+metadata the cycle after, when it starts, and junk on the shell's ``delivered`` and
+``record`` ports in every other cycle.
 """
 
 import dataclasses
@@ -21,10 +22,11 @@ from rtl_sim import region_value, run
 from hts.config import load_config
 from hts.hdl.accelerator import AcceleratorShell
 from hts.hdl.hls import requantise, vector_add_core
-from hts.hdl.interfaces import task_record_layout
+from hts.hdl.interfaces import delivered_task_layout
 from hts.isa import Word
 from hts.models import dsp
 from hts.models.accelerator import AcceleratorFunctions
+from hts.models.dispatch import START_DELAY
 from hts.models.hts import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.timing import VectorAddCoreLatency
@@ -44,11 +46,12 @@ VECTOR_ADD = next(index for index, acc in enumerate(CONFIGS["64x4"].accelerators
 class MemoryService:
     """A memory behind the DMA port: ``ready`` high with probability ``ready``, read answers
     ``latency`` cycles after acceptance, in order. Counts cycles (``now``). It also drives
-    the shell's ``record``: ``next_record`` in the cycle after it is set, junk otherwise."""
+    the shell's ``delivered`` and ``record``: ``given`` (port to value) in the cycle after
+    it is set, junk otherwise."""
 
     def __init__(self, config, rng: random.Random, latency: int = 1, ready: float = 1.0):
-        self.record_port, self.next_record = None, None
-        self.record_bits = task_record_layout(config).size
+        self.config = config
+        self.ports, self.given = (), {}
         self.memory = Memory(config)
         self.memory.words[:] = [rng.choice([rng.randrange(-1 << 31, 1 << 31), rng.randrange(-99, 100)])
                                 for _ in range(len(self.memory.words))]
@@ -72,11 +75,11 @@ class MemoryService:
             write_beat(words, ctx.get(dma.addr), self.per_beat, ctx.get(dma.wdata))
         await ctx.tick()
         self.now += 1
-        if self.record_port is not None:
-            ctx.set(self.record_port.as_value(), self.rng.getrandbits(self.record_bits))
-            if self.next_record is not None:
-                ctx.set(self.record_port, self.next_record)
-            self.next_record = None
+        for port in self.ports:
+            ctx.set(port.as_value(), self.rng.getrandbits(len(port.as_value())))
+            if id(port) in self.given:
+                ctx.set(port, self.given[id(port)])
+        self.given = {}
 
 
 def random_task(rng: random.Random, config) -> dict:
@@ -111,12 +114,14 @@ async def idle(ctx, shell):
 
 
 async def start(ctx, shell, service, task):
-    """Offer ``task`` (its metadata follows the cycle after); the service's clock stands at
-    the cycle after its acceptance."""
+    """Grant ``task`` (the task and its metadata follow the cycle after); the service's
+    clock stands at the cycle after the grant, the task's start."""
     ctx.set(shell.task.valid, 1)
-    ctx.set(shell.task.payload, {name: value for name, value in task.items() if name != "metadata"})
+    ctx.set(shell.task.payload, {"tag": 0, "mask": 0})
     assert ctx.get(shell.task.ready), "the shell is not ready for a task"
-    service.record_port, service.next_record = shell.record, {"task_id": 0, "metadata": task["metadata"]}
+    delivered = {name: task.get(name, 0) for name in delivered_task_layout(service.config).members}
+    service.ports = (shell.delivered, shell.record)
+    service.given = {id(shell.delivered): delivered, id(shell.record): {"task_id": 0, "metadata": task["metadata"]}}
     await service.cycle(ctx, shell.dma)
     ctx.set(shell.task.valid, 0)
 
@@ -153,7 +158,7 @@ def test_random_tasks_compute_vector_add_in_the_modelled_cycles(name, latency):
             started = service.now
             await start(ctx, shell, service, task)
             done_at, writeback_from = await finish(ctx, shell, service)
-            assert done_at - started == model_cycles(config, task, latency), where
+            assert done_at - started == START_DELAY + model_cycles(config, task, latency), where
             if task["writes"]["blocks"]:
                 assert done_at - writeback_from == transfer_cycles(config, task["writes"]["blocks"]), where
             assert (service.memory.words == expected.words).all(), where
@@ -206,7 +211,7 @@ def test_a_retarget_before_write_back_moves_the_output():
 
 @pytest.mark.parametrize("abort_after", [0, 1, 4, 9, 14, 20, 24])
 def test_an_abort_leaves_the_core_idle_and_ready_for_the_next_task(abort_after):
-    """Aborted as its metadata arrives (``abort_after`` 0), while reading (answers in
+    """Aborted in its start cycle (``abort_after`` 0), while reading (answers in
     flight, three cycles each; its run takes 30 cycles, the last 8 writing) or while
     writing: the next task, started the cycle after, computes its result in the
     modelled cycles."""
@@ -233,7 +238,7 @@ def test_an_abort_leaves_the_core_idle_and_ready_for_the_next_task(abort_after):
         started = service.now
         await start(ctx, shell, service, task)
         done_at, _ = await finish(ctx, shell, service)
-        assert done_at - started == model_cycles(config, task, 3)
+        assert done_at - started == START_DELAY + model_cycles(config, task, 3)
         assert (service.memory.words[untouched] == expected.words[untouched]).all()
 
     run(shell, bench)
