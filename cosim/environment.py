@@ -17,7 +17,7 @@ plain values, hands them over, and writes back what it answers. It keeps
   stands at the start of that cycle; a write is stored in its cycle;
 - the **accelerators**: at a CDB grant, the numpy function of the granted task's class
   (``hts.models.dsp``) runs on the memory at the regions its instance holds, with the
-  metadata its core was given the cycle after the task (RTL cores
+  metadata its core was given with the task, as it started (RTL cores
   move their own data: nothing runs for them). With a device ``timing``, a Python core
   stands behind every other instance: a task it accepts in cycle ``c`` raises ``done``
   from ``c + cycles`` on and ``writeback`` over the last write-back cycles (as

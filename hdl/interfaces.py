@@ -184,8 +184,8 @@ def held_task_layout(config: SystemConfig) -> data.StructLayout:
     """What an accelerator shell holds of its task while it runs: what the scheduler reads
     back (the tag for the broadcast, the mask for the squash, pid and pc for the trace)
     and the output region, which a retarget may change. The rest of the task (its input
-    region and class with ``start``, its task ID and metadata the cycle after) reaches
-    the core; a core keeps what it needs of it."""
+    region and class, its task ID and metadata, all with ``start``) reaches the core; a
+    core keeps what it needs of it."""
     task = task_layout(config).members
     return data.StructLayout({name: task[name] for name in ("tag", "pid", "pc", "mask", "writes")})
 

@@ -63,7 +63,7 @@ class VectorAddCoreLatency:
 
     Exact for a memory that is always ready and answers each read ``dma_latency`` cycles
     after accepting it, as the co-simulation testbench serves the core. The kernel starts
-    the cycle after the task, when the task's metadata arrives (``ApCtrlCore``). It reads
+    the cycle after the core's start (``ApCtrlCore`` registers it). It reads
     the beats of ``a`` and ``b`` it needs (none wholly past the input region), waits for
     the last answer, spends a cycle reading its buffer, writes every output beat and is
     done the cycle after: so its write-back is the last ``ceil(out_words / W)`` cycles

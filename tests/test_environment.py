@@ -41,7 +41,7 @@ def _task(config, name: str, reads: tuple[int, int], writes: tuple[int, int]):
 
 
 def _record(metadata: int = 0):
-    """A task's record (task ID, metadata), as its core gets it the cycle after the task."""
+    """A task's record (task ID, metadata), as its core gets it with the task."""
     return SimpleNamespace(task_id=0, metadata=metadata)
 
 
