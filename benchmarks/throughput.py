@@ -22,8 +22,8 @@ from hts.config import AcceleratorClass, SystemConfig, load_config
 from hts.cosim.run import cosimulate
 from hts.cosim.scoreboard import Job, RunOutcome, RunSpec
 from hts.errors import HTSError
-from hts.models.dispatch import START_DELAY
 from hts.isa import FIELDS
+from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import initial_memory
 from hts.plots import plot_decode_times
