@@ -99,6 +99,7 @@ class RetireHarness(Harness):
             tlb.broadcast.eq(released),
             *(getattr(tracker, name).eq(getattr(engine, name))
               for name in ("retarget", "retarget_tm", "retarget_home", "retarget_producer")),
+            tracker.retarget_slot.eq(tlb.retarget_slot),
             tracker.tlb_alloc.eq(tlb.alloc),
             tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
             tracker.query_home.eq(speculative),

@@ -158,7 +158,7 @@ class Decode(wiring.Component):
       relations to the homes the TLB keeps; ``_look_ahead``); ``tlb_pid``,
       ``tlb_checks``, ``tlb_read_region``, ``tlb_write_region``,
       ``tlb_branch_block``, ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``,
-      ``tlb_read_exact``, ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``,
+      ``tlb_read_copy``, ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``,
       ``tlb_alloc_tm_base``, ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry``
       (out);
     - ``enqueue`` (out, :func:`hts.hdl.interfaces.decoded_signature`, to the enqueue stage
@@ -213,7 +213,7 @@ class Decode(wiring.Component):
             "tlb_branch_block": Out(widths.phys_block),
             "tlb_alloc_blocks": Out(widths.region_blocks),
             "tlb_read_hit": In(1),
-            "tlb_read_exact": In(1),
+            "tlb_read_copy": In(config.hts.tlb_entries),
             "tlb_read_tm_base": In(widths.phys_block),
             "tlb_write_hit": In(1),
             "tlb_has_room": In(1),
@@ -558,7 +558,10 @@ class Decode(wiring.Component):
             self.tlb_alloc_blocks.eq(word.d),
             reads.eq(home_reads),
         ]
-        with m.If((word.b != 0) & self.tlb_read_hit & self.tlb_read_exact):
+        # The slot goes with the task: a retarget of it in this cycle finds the task by it.
+        copy = Mux(word.b != 0, self.tlb_read_copy, 0)
+        m.d.comb += self.enqueue.reads_copy.eq(copy)
+        with m.If(copy.any()):
             m.d.comb += reads.base.eq(self.tlb_read_tm_base)
         return reads, speculative_output
 
@@ -587,7 +590,7 @@ class Decode(wiring.Component):
             (~self.window_has_room, Stall.WINDOW_FULL),
             (~self.tracker_has_free, Stall.TRACKER_FULL),
             (faulting, fault_stall),
-            ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_exact, Stall.TLB_CONFLICT),
+            ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_copy.any(), Stall.TLB_CONFLICT),
             (speculative_output & ~self.tlb_has_room, Stall.TLB_FULL),
             (~speculative_output & (word.d != 0) & self.tlb_write_hit, Stall.TLB_CONFLICT),
         ]

@@ -43,8 +43,9 @@ class Enqueue(wiring.Component):
     - ``held`` (out, to the trace port): the whole task held (registered), with
       ``append_task``'s ``waits`` (combinational);
     - ``confirm`` (in, from the branch unit) and ``retarget``, ``retarget_tm``,
-      ``retarget_home``, ``retarget_producer`` (in, from the copy-back engine): applied
-      to the arriving task at the edge.
+      ``retarget_home``, ``retarget_producer`` (in, from the copy-back engine) with
+      ``retarget_slot`` (in, from the TLB): applied to the arriving task at the edge, its
+      reads found by ``decoded.reads_copy``.
     """
 
     def __init__(self, config: SystemConfig):
@@ -68,6 +69,7 @@ class Enqueue(wiring.Component):
             "retarget_tm": In(region),
             "retarget_home": In(region),
             "retarget_producer": In(config.widths.tag),
+            "retarget_slot": In(hts.tlb_entries),
         })
 
     def elaborate(self, platform):
@@ -75,7 +77,7 @@ class Enqueue(wiring.Component):
         # The task itself needs no reset: ``occupied`` says when it means anything.
         task = Signal(self.decoded.task.shape(), reset_less=True)
         arriving = self.decoded.task
-        reads, writes, _ = retargeted_ranges(arriving, arriving.tag, self)
+        reads, writes, _ = retargeted_ranges(arriving, arriving.tag, self, self.decoded.reads_copy)
         m.d.sync += [
             self.occupied.eq(self.decoded.valid),
             task.eq(arriving),

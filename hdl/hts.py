@@ -263,6 +263,9 @@ class HTS(wiring.Component):
             enqueue.retarget_home.eq(copy_back.retarget_home),
             tracker.retarget_producer.eq(copy_back.retarget_producer),
             enqueue.retarget_producer.eq(copy_back.retarget_producer),
+            tracker.retarget_slot.eq(tlb.retarget_slot),
+            enqueue.retarget_slot.eq(tlb.retarget_slot),
+            tracker.alloc_reads_copy.eq(decode.enqueue.reads_copy),
             branch_unit.retarget.eq(copy_back.retarget),
             branch_unit.retarget_tm.eq(copy_back.retarget_tm),
             branch_unit.retarget_home.eq(copy_back.retarget_home),
@@ -319,10 +322,16 @@ class HTS(wiring.Component):
         for slot, entry in enumerate(branch_unit.entries):
             view = trace.branches[slot]
             m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
-        for issued, valid, task in zip(trace.issue, window.issue_valid, window.issue_task):
-            entry = entry_of(tracker.entries, task.tag)
-            m.d.comb += [issued.valid.eq(valid), issued.pid.eq(entry.pid), issued.pc.eq(entry.pc),
-                         issued.tag.eq(task.tag)]
+        # An issue slot shows last cycle's issue, read as an event of that cycle
+        # (hdl/trace.py), so that the tracker read by its tag is not behind the window's
+        # pick. The entry is still there: an issued task's tag is freed a cycle later at
+        # the earliest (its squash), and its pid and pc are never rewritten.
+        for slot, (issued, valid, task) in enumerate(zip(trace.issue, window.issue_valid, window.issue_task)):
+            was_issued, tag = Signal(name=f"issued_{slot}"), Signal.like(task.tag, name=f"issued_tag_{slot}")
+            m.d.sync += [was_issued.eq(valid), tag.eq(task.tag)]
+            entry = entry_of(tracker.entries, tag)
+            m.d.comb += [issued.valid.eq(was_issued), issued.pid.eq(entry.pid), issued.pc.eq(entry.pc),
+                         issued.tag.eq(tag)]
         return m
 
     def _copy_back(self, m: Module, queued):
@@ -391,6 +400,11 @@ class HTS(wiring.Component):
         # home (the retargeted entry, which leaves, aside): hdl/memory_tracker.py relies on it.
         alloc, copy_back = tracker.alloc_entry, self.copy_back
         reads_moved = copy_back.retarget & (alloc.reads == copy_back.retarget_tm)
+        # The task decoded reads the retargeted copy exactly when its TLB slot is the one
+        # retargeted (hdl/primitives.py ``retargeted_ranges`` relies on it).
+        by_slot = copy_back.retarget & (tracker.alloc_reads_copy & tlb.retarget_slot).any()
+        m.d.sync += Assert(~tracker.alloc | (by_slot == reads_moved),
+                           "a decoded task's copy slot disagrees with its reads")
         new_touches = Cat(*(valid & (overlaps(alloc.reads, entry.home) | overlaps(alloc.writes, entry.home)
                                      | reads_moved & overlaps(copy_back.retarget_home, entry.home)
                                      & (entry.tm_base != copy_back.retarget_tm.base))
@@ -436,7 +450,7 @@ class HTS(wiring.Component):
             tlb.branch_block.eq(decode.tlb_branch_block),
             tlb.alloc_blocks.eq(decode.tlb_alloc_blocks),
             decode.tlb_read_hit.eq(tlb.read_hit),
-            decode.tlb_read_exact.eq(tlb.read_exact),
+            decode.tlb_read_copy.eq(tlb.read_copy),
             decode.tlb_read_tm_base.eq(tlb.read_tm_base),
             decode.tlb_write_hit.eq(tlb.write_hit),
             decode.tlb_has_room.eq(tlb.has_room),

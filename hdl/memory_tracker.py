@@ -64,11 +64,13 @@ class MemoryTracker(wiring.Component):
       ``alloc_entry`` in every cycle; ``alloc`` only sets its valid bit;
     - ``release`` (in, from the CDB and the squash logic): tags to free;
     - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
-      the copy-back engine): the entry of tag ``retarget_producer`` writes
-      ``retarget_home``, and every entry whose ``reads`` is exactly ``retarget_tm`` reads
-      ``retarget_home``, the entry allocated in this cycle included (the model decodes
-      before the end-of-cycle rewrite). The model matches writes on the TM region rather
-      than on the producer's tag: while the TLB entry lives, only its producer writes it.
+      the copy-back engine), ``retarget_slot`` (in, from the TLB): the entry of tag
+      ``retarget_producer`` writes ``retarget_home``, and every entry whose ``reads`` is
+      exactly ``retarget_tm`` reads ``retarget_home``, the entry allocated in this cycle
+      included (the model decodes before the end-of-cycle rewrite): that one is found by
+      ``alloc_reads_copy`` (in, from decode), the TLB slot its reads were remapped
+      through. The model matches writes on the TM region rather than on the producer's
+      tag: while the TLB entry lives, only its producer writes it.
 
     TLB homes, for ``touches`` (in, from the TLB and decode):
 
@@ -108,11 +110,13 @@ class MemoryTracker(wiring.Component):
             "has_free": Out(1),
             "alloc": In(1),
             "alloc_entry": In(entry),
+            "alloc_reads_copy": In(slots),
             "release": In(count),
             "retarget": In(1),
             "retarget_tm": In(region),
             "retarget_home": In(region),
             "retarget_producer": In(config.widths.tag),
+            "retarget_slot": In(slots),
             "tlb_homes": In(data.ArrayLayout(region, slots)),
             "tlb_alloc": In(1),
             "tlb_alloc_slot": In(bits_for(slots)),
@@ -152,7 +156,7 @@ class MemoryTracker(wiring.Component):
         # The retarget is applied to the arriving entry and to each held one apart, so that
         # what it rewrites in held entries (for ``touches``) does not wait for decode.
         arriving, _ = self._retargeted(m, self.free_tag, self._registers_of(m, self.alloc_entry),
-                                       "retargeted_arrival")
+                                       "retargeted_arrival", self.alloc_reads_copy)
         rewritten = []
         for tag in range(count):
             held, rewrote = self._retargeted(m, tag, self.entries[tag], f"retargeted_{tag}")
@@ -184,14 +188,15 @@ class MemoryTracker(wiring.Component):
     def _in_tm(self, region):
         return (region.blocks != 0) & (region.base >= self._home_blocks)
 
-    def _retargeted(self, m: Module, tag, entry, name: str):
-        """``entry`` (for ``tag``) with this cycle's retarget applied, and whether it rewrote a range.
+    def _retargeted(self, m: Module, tag, entry, name: str, reads_copy=None):
+        """``entry`` (for ``tag``) with this cycle's retarget applied, and whether it
+        rewrote a range (``reads_copy``: see :func:`~hts.hdl.primitives.retargeted_ranges`).
 
         Entries not in use are rewritten too: their contents are never read, so the valid
         bit need not gate the rewrite.
         """
         result = Signal.like(entry, name=name)
-        reads, writes, rewrote = retargeted_ranges(entry, tag, self)
+        reads, writes, rewrote = retargeted_ranges(entry, tag, self, reads_copy)
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote
 

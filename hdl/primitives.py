@@ -238,16 +238,23 @@ def _before():
     return mutable("overlap_touching_ends", operator.lt, operator.le)
 
 
-def retargeted_ranges(task, tag, retarget) -> tuple[Value, Value, Value]:
+def retargeted_ranges(task, tag, retarget, reads_copy=None) -> tuple[Value, Value, Value]:
     """``task``'s reads and writes after this cycle's retarget, and whether one changed.
 
     ``retarget`` has the copy-back engine's ``retarget``, ``retarget_tm``,
-    ``retarget_home`` and ``retarget_producer``. The producer (by ``tag``) writes home
-    from now on, and a reader whose range is exactly the TM copy reads home
-    (``_apply_retarget`` of ``models/hts.py``, which matches writes on the TM region:
-    while the TLB entry lives, only its producer writes it).
+    ``retarget_home`` and ``retarget_producer``, and the TLB's ``retarget_slot``. The
+    producer (by ``tag``) writes home from now on, and a reader whose range is exactly
+    the TM copy reads home (``_apply_retarget`` of ``models/hts.py``, which matches
+    writes on the TM region: while the TLB entry lives, only its producer writes it).
+    A task held is matched by comparing its reads with the copy. A task arriving from
+    decode comes with ``reads_copy``, the TLB slot its reads were remapped through
+    (``decoded_signature``): it reads the copy exactly when that slot is the one
+    retargeted, which needs no compare behind decode's remap (the top level asserts that
+    both agree).
     """
-    reads = mutable("retarget_skips_readers", retarget.retarget & (task.reads == retarget.retarget_tm), 0)
+    reads_match = task.reads == retarget.retarget_tm if reads_copy is None else \
+        (reads_copy & retarget.retarget_slot).any()
+    reads = mutable("retarget_skips_readers", retarget.retarget & reads_match, 0)
     writes = retarget.retarget & (retarget.retarget_producer == tag)
     return (Mux(reads, retarget.retarget_home, task.reads), Mux(writes, retarget.retarget_home, task.writes),
             reads | writes)

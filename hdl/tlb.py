@@ -58,10 +58,12 @@ class TaskLookupBuffer(wiring.Component):
     The look-ups use the process's own entries only where a copy is read: another
     process's copy may be speculative.
 
-    - ``read_hit`` (out): some entry overlaps the input; ``read_exact`` (out): the
-      youngest overlapping entry is the process's own and maps exactly that region, and
-      ``read_tm_base`` (out) is where its TM copy starts. Hit but not exact: decode stalls
-      (``tlb_conflict``).
+    - ``read_hit`` (out): some entry overlaps the input; ``read_copy`` (out, one bit per
+      slot): the youngest overlapping entry, if it is the process's own and maps exactly
+      that region (none set: not exact), and ``read_tm_base`` (out) is where its TM copy
+      starts. Hit but not exact: decode stalls (``tlb_conflict``). The slot goes with the
+      task, so that a retarget of that slot in its decode cycle is found without a
+      compare of ranges (``retarget_slot``).
     - ``write_hit`` (out): some entry overlaps the output of a non-speculative task
       (decode stalls until it is copied home).
     - ``branch_block`` (in): the block the head's memory branch reads; ``branch_phys``
@@ -106,11 +108,12 @@ class TaskLookupBuffer(wiring.Component):
       copied home (resolved, produced, no older overlap, no in-flight access to its home)
       and its slot;
     - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the entry retargeted
-      now and its slot: chosen in the cycle before (registered) as the oldest resolved
-      entry whose producer may still be told to write home (same conditions, its own
-      producer's accesses aside; not allocated in the cycle before, whose ``touches`` are
-      not ready; not the one chosen the cycle before), and offered if it is still held and
-      unproduced and its producer was in ``retargetable_tags`` in the cycle before.
+      now and its slot (``retarget_slot``, out: the same slot one-hot, a register): chosen
+      in the cycle before (registered) as the oldest resolved entry whose producer may
+      still be told to write home (same conditions, its own producer's accesses aside;
+      not allocated in the cycle before, whose ``touches`` are not ready; not the one
+      chosen the cycle before), and offered if it is still held and unproduced and its
+      producer was in ``retargetable_tags`` in the cycle before.
 
     State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
     tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
@@ -131,7 +134,7 @@ class TaskLookupBuffer(wiring.Component):
             "lookahead": In(data.ArrayLayout(tlb_lookahead_layout(config), hts.processes)),
             "read_region": In(region),
             "read_hit": Out(1),
-            "read_exact": Out(1),
+            "read_copy": Out(count),
             "read_tm_base": Out(config.widths.phys_block),
             "write_region": In(region),
             "write_hit": Out(1),
@@ -156,6 +159,7 @@ class TaskLookupBuffer(wiring.Component):
             "copy_entry": Out(entry),
             "retarget_valid": Out(1),
             "retarget_index": Out(index),
+            "retarget_slot": Out(count),
             "retarget_entry": Out(entry),
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
@@ -257,7 +261,7 @@ class TaskLookupBuffer(wiring.Component):
         branch_moves = (Cat(*branch_entry) & ~retargeting).any()
         m.d.comb += [
             self.read_hit.eq(read_hits.any()),
-            self.read_exact.eq((Cat(*read_entry) & own & kept.read_equals).any()),
+            self.read_copy.eq(Cat(*read_entry) & own & kept.read_equals),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
             self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),
@@ -334,6 +338,7 @@ class TaskLookupBuffer(wiring.Component):
         unproduced = Cat(*(~entry.producer_done for entry in self.entries))
         still_wanted = (chosen & self.valid & unproduced & producer_retargetable).any()
         m.d.comb += [self.retarget_valid.eq(still_wanted), self.retarget_index.eq(encode(chosen)),
+                     self.retarget_slot.eq(chosen),
                      self.retarget_entry.eq(chosen_entry)]
         return Mux(still_wanted, chosen, 0)
 

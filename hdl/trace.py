@@ -6,9 +6,10 @@ cycle, the signals those events are made of on one output port
 (:func:`hts.hdl.interfaces.trace_layout`); :class:`TraceReader` turns one cycle's value
 of that port into the same event records. The Amaranth-simulator tests and the
 co-simulation both read it, so an RTL trace and a model trace compare as plain lists.
-The port shows each cycle's events in that cycle, but the dispatches: a grant shows the
-cycle after, with the task as its shell gets it (``dispatch_trace_layout``), and is read
-as an event of the grant's cycle.
+The port shows each cycle's events in that cycle, but the dispatches and the issues: a
+grant shows the cycle after, with the task as its shell gets it
+(``dispatch_trace_layout``), an issue the cycle after too, and each is read as an event
+of the cycle before.
 
 Within a cycle the model's event order follows its Python loops (the abort events of a
 squash, for instance, in the order its lists hold the running tasks), which hardware
@@ -101,7 +102,7 @@ class TraceReader:
                      mask=task.mask)
         for issued in value.issue:
             if issued.valid:
-                emit("issue", pid=issued.pid, pc=issued.pc, tag=issued.tag)
+                emit("issue", when=cycle - 1, pid=issued.pid, pc=issued.pc, tag=issued.tag)
         if value.enqueue.valid:
             task = value.enqueue
             emit("enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=_bits(task.waits))

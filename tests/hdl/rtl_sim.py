@@ -36,14 +36,23 @@ def region_value(region: tuple[int, int]) -> dict:
     return {"base": region[0], "blocks": region[1]}
 
 
-def drive_retarget(ctx, dut, retarget):
+def drive_retarget(ctx, dut, retarget, copy_port=None, arriving_reads=None):
     """A retarget of TLB entry ``retarget`` (or none) on a block's retarget inputs.
 
     Blocks that rewrite by producer tag have ``retarget_producer``; the others ignore it.
+    Blocks that take a task from decode also have ``retarget_slot``: the entry is in TLB
+    slot 0, and ``copy_port`` gets the slot the arriving task's ``arriving_reads`` were
+    remapped through: slot 0 if they are the retargeted copy, else none (to the
+    retarget, a copy in another slot is the same as home).
     """
     ctx.set(dut.retarget, retarget is not None)
+    tm = None if retarget is None else (retarget.tm_base, retarget.home[1])
+    if copy_port is not None:
+        ctx.set(copy_port, int(tm is not None and arriving_reads == tm))
     if retarget is None:
         return
+    if hasattr(dut, "retarget_slot"):
+        ctx.set(dut.retarget_slot, 1)
     ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
     ctx.set(dut.retarget_home, region_value(retarget.home))
     if hasattr(dut, "retarget_producer"):

@@ -101,7 +101,7 @@ def test_enqueue_stage_matches_the_model(seed):
                 ctx.set(dut.decoded.task, task_value(arriving))
             ctx.set(dut.squash, squash)
             ctx.set(dut.confirm, confirm)
-            drive_retarget(ctx, dut, retarget)
+            drive_retarget(ctx, dut, retarget, dut.decoded.reads_copy, arriving and arriving.reads)
 
             # The tracker answers the held task's query, the broadcast tags aside.
             random_tracker(rng, tracker, held)

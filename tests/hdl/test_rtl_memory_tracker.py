@@ -145,7 +145,7 @@ def test_tracker_matches_model(request, preset, seed):
             ctx.set(dut.alloc_entry, {"pid": entry.pid, "reads": region_value(new_reads),
                                       "writes": region_value(writes), **record})
             ctx.set(dut.release, sum(1 << tag for tag in released))
-            drive_retarget(ctx, dut, retarget)
+            drive_retarget(ctx, dut, retarget, dut.alloc_reads_copy, new_reads)
             # The TLB: a new entry in a free slot, some entries leaving (at the same edge).
             free_slots = [slot for slot, home in enumerate(tlb_homes) if home is None]
             tlb_alloc = bool(free_slots) and rng.random() < 0.4

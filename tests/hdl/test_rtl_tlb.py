@@ -140,7 +140,8 @@ def test_tlb_matches_model(request, preset, seed):
             youngest = model.youngest_overlapping(read)
             assert ctx.get(dut.read_hit) == (youngest is not None), where
             if youngest is not None:
-                assert ctx.get(dut.read_exact) == (youngest.home == read and youngest.pid == lookup_pid), where
+                exact = youngest.home == read and youngest.pid == lookup_pid
+                assert ctx.get(dut.read_copy) == (1 << slot_of[id(youngest)] if exact else 0), where
                 seen.update(read_hit_of_another_process=youngest.pid != lookup_pid)
                 assert ctx.get(dut.read_tm_base) == youngest.tm_base, where
             assert ctx.get(dut.write_hit) == model.any_overlapping(write), where
@@ -170,6 +171,7 @@ def test_tlb_matches_model(request, preset, seed):
             assert ctx.get(dut.retarget_valid) == (retarget is not None), where
             if retarget is not None:
                 assert ctx.get(dut.retarget_index) == slot_of[id(retarget)], where
+                assert ctx.get(dut.retarget_slot) == 1 << slot_of[id(retarget)], where
                 assert got_value(ctx.get(dut.retarget_entry)) == entry_value(retarget), where
             alloc_slot = ctx.get(dut.alloc_slot)
             if room:
