@@ -199,7 +199,8 @@ def decoded_task_layout(config: SystemConfig) -> data.StructLayout:
 def decoded_signature(config: SystemConfig) -> wiring.Signature:
     """A task leaving decode for the enqueue stage, as decode drives it; ``reads_copy``,
     one bit per TLB slot: the slot whose TM copy its ``reads`` are (none: it reads home),
-    by which a retarget in its decode cycle finds it (:func:`~hts.hdl.primitives.retargeted_ranges`)."""
+    by which a retarget in its decode cycle finds it
+    (:func:`~hts.hdl.primitives.retargeted_ranges`)."""
     return wiring.Signature({"valid": Out(1), "task": Out(decoded_task_layout(config)),
                              "reads_copy": Out(config.hts.tlb_entries)})
 
@@ -471,9 +472,9 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
       and station tasks removed by them (the process of each tag tells which squash removed it);
     - ``retarget``, ``copyback``: the copy-back engine's events;
     - ``dispatch``: the arbiter's grants of the cycle before, lowest class first;
-      ``issue``: window to stations in the cycle before, oldest first; ``enqueue``: the task entering the window, with the tags it waits
-      for; ``decode``: the task decoded into the enqueue stage; ``fault``: decode's
-      fault (:func:`fault_layout`).
+      ``issue``: window to stations in the cycle before, oldest first; ``enqueue``: the
+      task entering the window, with the tags it waits for; ``decode``: the task decoded
+      into the enqueue stage; ``fault``: decode's fault (:func:`fault_layout`).
     """
     hts = config.hts
     instances = len(instance_numbering(config))

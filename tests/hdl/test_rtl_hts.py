@@ -73,10 +73,16 @@ CORNER_SEEDS = (2015, 2582, 671, 3647, 5064, 1759, 2613, 996)
 @pytest.mark.parametrize("seed", [*range(20), *CORNER_SEEDS,
                                   *(pytest.param(seed, marks=pytest.mark.slow) for seed in range(20, 200))])
 def test_random_programs_trace_equals_the_model(seed):
+    random_lockstep(seed)
+
+
+def random_lockstep(seed: int, adapt=lambda config, rng: config) -> list[dict]:
+    """Seed ``seed``'s random system (``adapt``-ed) and programs in lockstep; the model's events."""
     rng = random.Random(seed)
-    config = buildable(random_config(rng))
+    config = buildable(adapt(random_config(rng), rng))
     programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config))]
-    assert_lockstep(config, programs, seed)
+    model = assert_lockstep(config, programs, seed)
+    return [event.as_dict() for event in model.trace.events]
 
 
 # Seeds found by probing the model (from seed 20) where a task is granted the CDB in the
@@ -100,11 +106,7 @@ def completions_under_a_squash(events: list[dict]) -> int:
 
 @pytest.mark.parametrize("seed", GRANT_IN_SQUASH_SEEDS)
 def test_a_task_granted_in_its_squash_cycle_completes(seed):
-    rng = random.Random(seed)
-    config = buildable(random_config(rng))
-    programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config))]
-    model = assert_lockstep(config, programs, seed)
-    assert completions_under_a_squash([event.as_dict() for event in model.trace.events])
+    assert completions_under_a_squash(random_lockstep(seed))
 
 
 # A seed found by probing the model (these systems, from seed 0) where a producer with a
@@ -117,13 +119,11 @@ RETARGET_AT_COMPLETION_SEEDS = (297,)
 
 @pytest.mark.parametrize("seed", RETARGET_AT_COMPLETION_SEEDS)
 def test_a_producer_retargeted_in_its_completion_cycle_writes_home(seed):
-    rng = random.Random(seed)
-    config = random_config(rng)
-    short = tuple(dataclasses.replace(accel, latency=rng.choice([1, 2, 5])) for accel in config.accelerators)
-    config = buildable(dataclasses.replace(config, accelerators=short))
-    programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config))]
-    model = assert_lockstep(config, programs, seed)
-    events = [event.as_dict() for event in model.trace.events]
+    def short_latencies(config, rng):
+        return dataclasses.replace(config, accelerators=tuple(
+            dataclasses.replace(accel, latency=rng.choice([1, 2, 5])) for accel in config.accelerators))
+
+    events = random_lockstep(seed, short_latencies)
     completions = {(event["cycle"], event["tag"]) for event in events if event["event"] == "complete"}
     assert any((event["cycle"], event["tag"]) in completions for event in events if event["event"] == "retarget")
 
@@ -143,11 +143,7 @@ def readers_decoded_at_their_retarget(events: list[dict]) -> int:
 
 @pytest.mark.parametrize("seed", READER_DECODED_AT_RETARGET_SEEDS)
 def test_a_reader_decoded_as_its_copy_is_retargeted_reads_home(seed):
-    rng = random.Random(seed)
-    config = buildable(random_config(rng))
-    programs = [assemble(text, config, f"p{pid}.s") for pid, text in enumerate(random_programs(rng, config))]
-    model = assert_lockstep(config, programs, seed)
-    assert readers_decoded_at_their_retarget([event.as_dict() for event in model.trace.events])
+    assert readers_decoded_at_their_retarget(random_lockstep(seed))
 
 
 # A reset in the middle of a run, with tasks decoded, queued, dispatched and waiting on
