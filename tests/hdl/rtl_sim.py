@@ -42,18 +42,19 @@ def drive_retarget(ctx, dut, retarget, copy_port=None, arriving_reads=None):
     Blocks that rewrite by producer tag have ``retarget_producer``; the others ignore it.
     Blocks that take a task from decode also have ``retarget_slot``: the entry is in TLB
     slot 0, and ``copy_port`` gets the slot the arriving task's ``arriving_reads`` were
-    remapped through: slot 0 if they are the retargeted copy, else none (to the
-    retarget, a copy in another slot is the same as home).
+    remapped through: slot 0 if they are the retargeted copy, else slot 1 where there is
+    one (a copy the retarget must leave alone; to it, home is the same).
     """
     ctx.set(dut.retarget, retarget is not None)
     tm = None if retarget is None else (retarget.tm_base, retarget.home[1])
     if copy_port is not None:
-        ctx.set(copy_port, int(tm is not None and arriving_reads == tm))
+        other = 0b10 if len(copy_port) > 1 else 0
+        ctx.set(copy_port, 0b01 if tm is not None and arriving_reads == tm else other)
     if retarget is None:
         return
     if hasattr(dut, "retarget_slot"):
-        ctx.set(dut.retarget_slot, 1)
-    ctx.set(dut.retarget_tm, region_value((retarget.tm_base, retarget.home[1])))
+        ctx.set(dut.retarget_slot, 0b01)
+    ctx.set(dut.retarget_tm, region_value(tm))
     ctx.set(dut.retarget_home, region_value(retarget.home))
     if hasattr(dut, "retarget_producer"):
         ctx.set(dut.retarget_producer, retarget.producer)
