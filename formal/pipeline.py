@@ -118,7 +118,7 @@ class PipelineHarness(Harness):
         # The top level's own wiring (so its mutants reach this harness); no enqueue stage here.
         appended = index_set([window.append], [window.append_task.tag], config.hts.tracker_entries)
         queued, under, squashed = queued_tag_sets(m, config, appended, window.append_task.mask,
-                                                  arbiter.granted_tags, squash, confirm)
+                                                  arbiter.last_granted_tags, squash, confirm)
         self.kept_tag_sets = Cat(queued, *under)
         aborted, broadcast, released = connect_completion(m, config, cdb, asr, shells, squash, squashed)
         for flat, shell in enumerate(shells):

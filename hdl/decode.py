@@ -21,14 +21,15 @@ from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, F
 
 from .gpr import COUNTER_PORT, OPERANDS, GPRBank
 from .interfaces import (BranchKind, HeadSource, Stall, branch_layout, decoded_signature, fault_layout,
-                         fetch_pc_width, loop_frame_layout, queue_entry_layout, region_layout, restore_layout,
+                         fetch_pc_width, loop_frame_layout, queue_entry_layout, read_ahead_layout,
+                         read_ahead_registers, region_layout, restore_layout,
                          tlb_checks_layout, tlb_lookahead_layout, tlb_request_layout, tracker_entry_layout,
                          window_request_layout)
 from .loop_stack import LoopStack
 from .mutation import mutable
 from .primitives import entry_of, lowest_set, wire
 
-__all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout"]
+__all__ = ["Decode", "head_layout", "upcoming_layout", "window_layout", "take_queue"]
 
 # The reserved IDs fill the top of the ID space, an aligned block: an ID is reserved when
 # its bits above the block's low bits are the first reserved ID's.
@@ -42,10 +43,20 @@ def head_layout(config: SystemConfig) -> data.StructLayout:
     return data.StructLayout({"valid": 1, **queue_entry_layout(config).members})
 
 
-def upcoming_layout() -> data.StructLayout:
+def upcoming_layout(config: SystemConfig) -> data.StructLayout:
     """What becomes a task queue's head at the next edge if the head is popped or empty:
-    the front of the queue behind it, if there is one (``valid``)."""
-    return data.StructLayout({"valid": 1, "word": Instruction})
+    the front of the queue behind it, if there is one (``valid``), and the GPR indices
+    its A, B and C name (``registers``, from flip-flops)."""
+    return data.StructLayout({"valid": 1, "word": Instruction, "registers": read_ahead_layout(config)})
+
+
+def take_queue(decode: "Decode", pid: int, queue) -> list:
+    """Decode's inputs from process ``pid``'s task queue (``hts.hdl.task_queue``)."""
+    head, upcoming = decode.head[pid], decode.upcoming[pid]
+    return [head.valid.eq(queue.head_valid), head.pc.eq(queue.head_pc), head.word.eq(queue.head_word),
+            head.target.eq(queue.head_target), head.malformed.eq(queue.head_malformed),
+            upcoming.valid.eq(queue.behind_valid), upcoming.word.eq(queue.behind_word),
+            upcoming.registers.eq(queue.behind_registers), decode.exhausted[pid].eq(queue.exhausted)]
 
 
 def window_layout(config: SystemConfig) -> data.StructLayout:
@@ -190,7 +201,7 @@ class Decode(wiring.Component):
         pc_end = fetch_pc_width(config)
         super().__init__({
             "head": In(data.ArrayLayout(head_layout(config), processes)),
-            "upcoming": In(data.ArrayLayout(upcoming_layout(), processes)),
+            "upcoming": In(data.ArrayLayout(upcoming_layout(config), processes)),
             "exhausted": In(processes),
             "done": In(processes),
             "start": In(processes),
@@ -364,7 +375,8 @@ class Decode(wiring.Component):
 
         Decode then starts from flip-flops instead of a register-file read. The registers
         of the next head are read with the indices of the word that becomes the head if
-        this one is popped or missing (``upcoming``). Only decoding the process pops its
+        this one is popped or missing (``upcoming``; the queue keeps them in flip-flops,
+        so that the read starts from a register, not from the ring's read). Only decoding the process pops its
         head or writes its registers, so a head that stays keeps its operands; a restore
         (a squash) comes with a redirect, which empties the queue. A register written by
         the instruction decoded in the cycle of the read is not forwarded into the read
@@ -381,28 +393,23 @@ class Decode(wiring.Component):
         operands = Signal(data.ArrayLayout(REGISTER_BITS, OPERANDS), name=f"operands{pid}", reset_less=True)
         written = Signal(OPERANDS, name=f"operands_written{pid}")
         last_write = Signal(REGISTER_BITS, name=f"last_write{pid}", reset_less=True)
-        ahead = self._read_ahead(m, bank, upcoming.word)
+        ahead = self._read_ahead(m, bank, upcoming.registers)
         values = [Mux(written[port], last_write, operands[port]) for port in range(OPERANDS)]
-        fields = (head.word.a, head.word.b, head.word.c)
         with m.If(self.pop[pid] | ~head.valid):
             m.d.sync += Cat(operands, written).eq(Cat(*ahead))
         with m.If(bank.write_en):
             m.d.sync += last_write.eq(bank.write_value)
         m.d.comb += bank.read_index[COUNTER_PORT].eq(self.loops[pid].top.counter)
         m.d.comb += [bank.expect_en.eq(head.valid), bank.expect_value.eq(Cat(*values)),
-                     bank.expect_index.eq(Cat(*(self._register(field) for field in fields)))]
+                     bank.expect_index.eq(read_ahead_registers(self._config, head.word))]
         return values, ahead
 
-    def _register(self, field):
-        """The register a field names: its low bits, as the bank's read port takes them."""
-        return field[:self._config.widths.gpr_index]
-
-    def _read_ahead(self, m: Module, bank, word) -> list[Value]:
-        """R[A], R[B], R[C] of ``word`` as the bank holds them now, then one bit per
-        operand: whether this cycle's write lands in its register (``_operands``)."""
+    @staticmethod
+    def _read_ahead(m: Module, bank, registers) -> list[Value]:
+        """The ``registers`` (``read_ahead_layout``) as the bank holds them now, then one
+        bit per operand: whether this cycle's write lands in its register (``_operands``)."""
         values, written = [], []
-        for port, field in enumerate((word.a, word.b, word.c)):
-            index = self._register(field)
+        for port, index in enumerate(registers):
             m.d.comb += bank.read_index[port].eq(index)
             values.append(bank.read_value[port])
             written.append(bank.write_en & (bank.write_index == index))

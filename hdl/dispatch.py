@@ -18,6 +18,9 @@ and the grant (docs/hardware.md, "Timing"), and the arbiter makes ``dispatch_wid
 look-ups per cycle rather than keeping the whole task in every station entry.
 """
 
+import operator
+from functools import reduce
+
 from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
@@ -51,8 +54,6 @@ class DispatchArbiter(wiring.Component):
     Outputs of the grant (combinational; what they drive lands at the clock edge):
 
     - ``take`` (out, to the stations): per class, the offer is granted and leaves;
-    - ``granted_tags`` (out, to the top level): the tags of the granted offers, one bit
-      per tag;
     - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
     - ``deliver`` (out, to the accelerator shells): one ``granted_task_layout`` stream
       per flat instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the
@@ -68,6 +69,8 @@ class DispatchArbiter(wiring.Component):
 
     Outputs of last cycle's grants (from registers and the tracker's entries):
 
+    - ``last_granted_tags`` (out, registered, to the top level's queued-tag sets): the
+      tags granted in the cycle before, one bit per tag (the OR of the slots' tags);
     - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
       of rank ``k`` of the cycle before (``valid``, ``instance`` within the class,
       ``task``), so the slots in order are the model's ``dispatch`` events of that cycle
@@ -91,7 +94,7 @@ class DispatchArbiter(wiring.Component):
             "has_free": In(classes),
             "free_instance": In(data.ArrayLayout(config.widths.instance, classes)),
             "take": Out(classes),
-            "granted_tags": Out(hts.tracker_entries),
+            "last_granted_tags": Out(hts.tracker_entries),
             "occupy": Out(data.ArrayLayout(occupy_layout(config), classes)),
             "deliver": Out(stream.Signature(granted_task_layout(config))).array(instances),
             "delivered": Out(data.ArrayLayout(task, instances)),
@@ -113,8 +116,7 @@ class DispatchArbiter(wiring.Component):
         # An offer's rank: the grants of lower classes, its trace slot.
         ranks = [wire(m, popcount(granted[:c]), f"rank_{c}") if width > 1 else 0 for c in classes]
         tags = [offer.tag for offer in self.offer_task]
-        m.d.comb += [self.take.eq(granted),
-                     self.granted_tags.eq(index_set(granted, tags, config.hts.tracker_entries))]
+        m.d.comb += self.take.eq(granted)
         for c in classes:
             m.d.comb += [self.occupy[c].valid.eq(granted[c]), self.occupy[c].instance.eq(self.free_instance[c])]
 
@@ -128,6 +130,7 @@ class DispatchArbiter(wiring.Component):
         # decoded beside the pick). The cycle after, the slot's task is the record and the
         # tag's tracker entry, an AND-OR by the registered one-hot. The task's ``waits`` is
         # empty, as the stations offer only ready tasks.
+        slot_tags = []
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = wire(m, Cat(*(granted[c] & (ranks[c] == slot) for c in classes)), f"in_slot_{slot}")
             queued = Signal(queued_task_layout(config), name=f"queued_{slot}")
@@ -139,6 +142,8 @@ class DispatchArbiter(wiring.Component):
             granted_record = Signal(queued_task_layout(config), name=f"granted_record_{slot}", reset_less=True)
             m.d.sync += granted_record.eq(queued)
             m.d.comb += whole_task(event.task, granted_record, entry_at(self.tasks, slot_tag))
+            slot_tags.append(slot_tag)
+        m.d.comb += self.last_granted_tags.eq(reduce(operator.or_, slot_tags))
         self._delivered(m, ranks)
         return m
 

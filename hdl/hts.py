@@ -16,9 +16,9 @@ which set of tags, IDs and instances each block hears of:
   grant this cycle (a grant goes first: the model completes before it squashes). They
   are free at the edge; a granted instance is free at the end of its broadcast;
 - *queued*: the tags of the tasks in the window and the stations at the start of the
-  cycle, one register (:func:`queued_tag_sets`), for the copy-back engine's choice of
-  what may still be retargeted; beside it, per speculation ID, the queued tags under
-  it, from which the squash's queued tags are read.
+  cycle, a register less last cycle's grants (:func:`queued_tag_sets`), for the
+  copy-back engine's choice of what may still be retargeted; beside it, per speculation
+  ID, the queued tags under it, from which the squash's queued tags are read.
 
 Retirement is here too: a started process whose queue is exhausted, with no pending
 branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
@@ -39,14 +39,14 @@ from .asr import AcceleratorStatus
 from .branch_unit import BranchUnit
 from .cdb import CommonDataBus
 from .copy_back import CopyBackEngine
-from .decode import Decode
+from .decode import Decode, take_queue
 from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
 from .interfaces import (Stall, branch_read_signature, cpu_signature, dma_signature, fetch_pc_width, instance_numbering,
                          trace_layout)
 from .memory_tracker import MemoryTracker
 from .mutation import mutable
-from .primitives import entry_of, index_set, overlaps
+from .primitives import entry_of, index_set, overlaps, wire
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
@@ -121,29 +121,32 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
     return aborted, broadcast, released
 
 
-def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, granted, squash, confirm):
+def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, last_granted, squash, confirm):
     """The tags of the tasks in the window and the stations at the start of the cycle,
     kept in registers rather than gathered from every queue's slots, an index
     set per queue (docs/hardware.md, "Timing"): ``queued``, and per speculation ID the
     queued tags whose mask holds it. A tag joins when its task is ``appended`` to the
-    window (``appended_mask`` its mask), leaves when it is ``granted`` or squashed, and
+    window (``appended_mask`` its mask), leaves when it is squashed or granted, and
     issue moves it between queues without changing the sets; a confirmed ID leaves every
-    mask, so its set empties. Returns ``queued``, the sets by ID (a list) and this
-    cycle's ``squashed``: the queued tags under ``squash``, the entries the queues'
-    doomed bits remove (an AND-OR of registers). Every simulation asserts the sets equal
-    to :func:`gathered_tag_sets`."""
+    mask, so its set empties. A grant's tag leaves the registers an edge late, so that
+    no register waits for the grant's pick: in the cycle after, ``last_granted`` (the
+    arbiter's register) masks it out of the sets read. Returns ``queued``, the sets by ID
+    (a list) and this cycle's ``squashed``: the queued tags under ``squash``, the entries
+    the queues' doomed bits remove (an AND-OR of registers). Every simulation asserts the
+    sets equal to :func:`gathered_tag_sets`."""
     tags, spec_ids = config.hts.tracker_entries, config.hts.spec_ids
-    queued = Signal(tags, name="queued_tags")
-    under = [Signal(tags, name=f"queued_under_id{spec_id}") for spec_id in range(spec_ids)]
-    squashed = Signal(tags, name="queued_squashed")
-    m.d.comb += squashed.eq(reduce(operator.or_, (Mux(squash[spec_id], under[spec_id], 0)
-                                                  for spec_id in range(spec_ids))))
-    staying = ~granted & ~squashed
-    m.d.sync += queued.eq(queued & staying | appended)
-    for spec_id, tags_under in enumerate(under):
+    kept = Signal(tags, name="queued_kept")
+    kept_under = [Signal(tags, name=f"queued_kept_under_id{spec_id}") for spec_id in range(spec_ids)]
+    queued = wire(m, kept & ~last_granted, "queued_tags")
+    under = [wire(m, tags_under & ~last_granted, f"queued_under_id{spec_id}")
+             for spec_id, tags_under in enumerate(kept_under)]
+    squashed = wire(m, reduce(operator.or_, (Mux(squash[spec_id], tags_under, 0)
+                                             for spec_id, tags_under in enumerate(under))), "queued_squashed")
+    m.d.sync += kept.eq(queued & ~squashed | appended)
+    for spec_id, (tags_kept, tags_under) in enumerate(zip(kept_under, under)):
         joining = Mux(appended_mask[spec_id], appended, 0)
         emptied = mutable("queued_sets_keep_confirmed", confirm[spec_id], 0)
-        m.d.sync += tags_under.eq(Mux(emptied, 0, tags_under & staying | joining))
+        m.d.sync += tags_kept.eq(Mux(emptied, 0, tags_under & ~squashed | joining))
     return queued, under, squashed
 
 
@@ -232,8 +235,8 @@ class HTS(wiring.Component):
 
         # ---- completion, squash and the tag sets every block hears of ---------------------
         queued, under, queue_squashed = queued_tag_sets(
-            m, config, Mux(enqueue.append, enqueue.queued_tags, 0), enqueue.append_task.mask, arbiter.granted_tags,
-            branch_unit.squash, branch_unit.confirm)
+            m, config, Mux(enqueue.append, enqueue.queued_tags, 0), enqueue.append_task.mask,
+            arbiter.last_granted_tags, branch_unit.squash, branch_unit.confirm)
         m.d.sync += Assert(ResetSignal() | (Cat(queued, *under) == gathered_tag_sets(config, [window, *stations])),
                            "the queued tag sets disagree with the queues")
         squashed = Signal(config.hts.tracker_entries)
@@ -386,14 +389,7 @@ class HTS(wiring.Component):
                 # Never both: a process does not decode in the cycle its branch resolves.
                 queue.redirect.eq(decode.redirect[pid] | redirect),
                 queue.redirect_pc.eq(Mux(redirect, branch_unit.redirect_pc[pid], decode.redirect_pc[pid])),
-                decode.head[pid].valid.eq(queue.head_valid),
-                decode.head[pid].pc.eq(queue.head_pc),
-                decode.head[pid].word.eq(queue.head_word),
-                decode.head[pid].target.eq(queue.head_target),
-                decode.head[pid].malformed.eq(queue.head_malformed),
-                decode.upcoming[pid].valid.eq(queue.behind_valid),
-                decode.upcoming[pid].word.eq(queue.behind_word),
-                decode.exhausted[pid].eq(queue.exhausted),
+                *take_queue(decode, pid, queue),
             ]
         m.d.sync += active.eq(active & ~retiring | cpu.start)
         # A new tag touches no TLB home, nor after a retarget in its cycle moves its reads

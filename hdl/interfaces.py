@@ -8,6 +8,7 @@ instruction itself is ``hts.isa.Instruction``. The logic several blocks apply to
 values (range overlap, look-up by tag, retarget) is in ``hts.hdl.primitives``.
 """
 
+from amaranth.hdl import Cat, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -15,7 +16,8 @@ from hts.config import SystemConfig, bits_for
 from hts.isa import FIELDS, REGISTER_BITS, Cond, FaultCause, Instruction
 
 __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_numbering", "flat_instance",
-           "region_layout", "program_word_layout", "queue_entry_layout", "window_request_layout", "fault_layout",
+           "region_layout", "program_word_layout", "queue_entry_layout", "READ_AHEAD_FIELDS", "read_ahead_layout",
+           "read_ahead_registers", "window_request_layout", "fault_layout",
            "tracker_entry_layout",
            "tracker_register_layout", "task_record_layout", "record_read_signature",
            "queued_task_layout", "task_layout", "granted_task_layout", "delivered_task_layout", "held_task_layout",
@@ -81,6 +83,20 @@ def program_word_layout(config: SystemConfig) -> data.StructLayout:
 def queue_entry_layout(config: SystemConfig) -> data.StructLayout:
     """One fetched program word and where it came from."""
     return data.StructLayout({"pc": config.widths.pc, **program_word_layout(config).members})
+
+
+# The fields whose registers decode reads a cycle ahead, from the word behind the head.
+READ_AHEAD_FIELDS = ("a", "b", "c")
+
+
+def read_ahead_layout(config: SystemConfig) -> data.ArrayLayout:
+    """The GPR indices a word's ``READ_AHEAD_FIELDS`` name (their low bits)."""
+    return data.ArrayLayout(config.widths.gpr_index, len(READ_AHEAD_FIELDS))
+
+
+def read_ahead_registers(config: SystemConfig, word) -> Value:
+    """``word``'s value of :func:`read_ahead_layout`."""
+    return Cat(*(getattr(word, field)[:config.widths.gpr_index] for field in READ_AHEAD_FIELDS))
 
 
 def window_request_layout(config: SystemConfig) -> data.StructLayout:

@@ -17,7 +17,7 @@ from amaranth.lib.wiring import In, Out
 from hts.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, OPERAND_FIELDS, RESERVED_ACCEL_ID, Instruction, Opcode, Role, operand_roles
 
-from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout
+from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout, read_ahead_layout, read_ahead_registers
 from .primitives import record_ram
 
 __all__ = ["TaskQueue", "malformed"]
@@ -79,8 +79,11 @@ class TaskQueue(wiring.Component):
       is :func:`malformed` (``queue_entry_layout``), in the head register;
     - ``behind_valid``, ``behind_word`` (out, the ring's front, read without a clock):
       the instruction the head register takes at the edge if it is popped or empty,
-      and whether there is one. Decode reads the next head's registers from it a cycle
-      ahead;
+      and whether there is one;
+    - ``behind_registers`` (out, registered): the GPR indices of ``behind_word``'s A, B
+      and C (``read_ahead_layout``), with which decode reads the next head's registers a
+      cycle ahead. A copy of the ring's front kept in flip-flops, so that the read does
+      not wait for the ring's;
     - ``exhausted`` (out): no head, nothing queued or in flight and fetch PC >=
       ``program_len``.
 
@@ -123,6 +126,7 @@ class TaskQueue(wiring.Component):
             "head_malformed": Out(1),
             "behind_valid": Out(1),
             "behind_word": Out(Instruction),
+            "behind_registers": Out(read_ahead_layout(config)),
             "exhausted": Out(1),
             "pop": In(1),
             "redirect": In(1),
@@ -188,6 +192,7 @@ class TaskQueue(wiring.Component):
 
         # The head register takes the ring's front when it is popped or empty.
         loading = (self.pop | ~self.head_valid) & self.behind_valid
+        self._keep_behind_registers(m, front, tail, queued, in_flight, arriving, loading)
         with m.If(flush):
             m.d.sync += [self.head_valid.eq(0), front.eq(0), tail.eq(0), queued.eq(0)]
         with m.Else():
@@ -198,3 +203,19 @@ class TaskQueue(wiring.Component):
             m.d.sync += [self.head_valid.eq(self.head_valid & ~self.pop | self.behind_valid),
                          queued.eq(queued - loading + in_flight)]
         return m
+
+    def _keep_behind_registers(self, m: Module, front, tail, queued, in_flight, arriving, loading):
+        """``behind_registers`` at the next edge: the arriving word's if it lands at the
+        front then (into an empty ring, or behind a front that leaves), else the next
+        front's from a second ring of the indices alone, read at ``front`` + 1. Only
+        ``loading`` (the pop) waits for decode, and it only enables the register.
+        A flush needs nothing: the ring is empty until the next arrival, which loads."""
+        slots = max(self._depth, 2)
+        arriving_registers = read_ahead_registers(self._config, arriving.word)
+        following, = record_ram(m, "ring_registers", read_ahead_layout(self._config), slots,
+                                tail, in_flight, arriving_registers, [_next_index(front, slots)])
+        with m.If(loading | in_flight & (queued == 0)):
+            m.d.sync += self.behind_registers.eq(Mux(in_flight & (queued <= 1), arriving_registers, following))
+        m.d.sync += Assert(~self.behind_valid | (self.behind_registers.as_value() ==
+                                                 read_ahead_registers(self._config, self.behind_word)),
+                           "the registers kept for the ring's front are stale")

@@ -19,7 +19,7 @@ from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from rtl_sim import run
 
 from hts.assembler import assemble
-from hts.hdl.decode import Decode
+from hts.hdl.decode import Decode, take_queue
 from hts.hdl.interfaces import BranchKind, Stall
 from hts.hdl.task_queue import TaskQueue
 from hts.isa import branch_taken
@@ -47,14 +47,7 @@ class FrontEnd(Elaboratable):
         for pid, queue in enumerate(self.queues):
             m.submodules[f"queue{pid}"] = queue
             m.d.comb += [
-                self.decode.head[pid].valid.eq(queue.head_valid),
-                self.decode.head[pid].pc.eq(queue.head_pc),
-                self.decode.head[pid].word.eq(queue.head_word),
-                self.decode.head[pid].target.eq(queue.head_target),
-                self.decode.head[pid].malformed.eq(queue.head_malformed),
-                self.decode.upcoming[pid].valid.eq(queue.behind_valid),
-                self.decode.upcoming[pid].word.eq(queue.behind_word),
-                self.decode.exhausted[pid].eq(queue.exhausted),
+                *take_queue(self.decode, pid, queue),
                 queue.pop.eq(self.decode.pop[pid]),
                 queue.redirect.eq(self.decode.redirect[pid] | self.branch_redirect[pid]),
                 queue.redirect_pc.eq(Mux(self.branch_redirect[pid], self.branch_target[pid],

@@ -6,7 +6,7 @@ import random
 import pytest
 from rtl_sim import run
 
-from hts.hdl.interfaces import fetch_pc_width
+from hts.hdl.interfaces import READ_AHEAD_FIELDS, fetch_pc_width
 from hts.hdl.task_queue import TaskQueue
 from hts.isa import FIELDS, INSTRUCTION_BITS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles, to_signed
 from hts.models.task_queue import TaskQueue as Model
@@ -135,7 +135,10 @@ def test_task_queue_matches_model(request, preset, seed):
                 # The next head, whose registers decode reads a cycle ahead.
                 assert ctx.get(dut.behind_valid) == bool(model.entries), where
                 if model.entries:
-                    assert ctx.get(dut.behind_word.as_value()) == model.entries[0].word.encode(), where
+                    behind = model.entries[0].word
+                    assert ctx.get(dut.behind_word.as_value()) == behind.encode(), where
+                    assert list(ctx.get(dut.behind_registers)) == [
+                        getattr(behind, field) % (1 << config.widths.gpr_index) for field in READ_AHEAD_FIELDS], where
                 occupancy = model.occupancy
                 assert ctx.get(dut.exhausted) == model.exhausted, where
                 assert ctx.get(dut.fetch_pc) == model.fetch_pc, where
