@@ -214,8 +214,11 @@ class TaskQueue(wiring.Component):
         arriving_registers = read_ahead_registers(self._config, arriving.word)
         following, = record_ram(m, "ring_registers", read_ahead_layout(self._config), slots,
                                 tail, in_flight, arriving_registers, [_next_index(front, slots)])
+        # An arrival lands at the next front behind at most one queued word: always with a
+        # one-word queue, where the compare would be constant (Verilator's CMPCONST).
+        lands_next = in_flight if self._depth == 1 else in_flight & (queued <= 1)
         with m.If(loading | in_flight & (queued == 0)):
-            m.d.sync += self.behind_registers.eq(Mux(in_flight & (queued <= 1), arriving_registers, following))
+            m.d.sync += self.behind_registers.eq(Mux(lands_next, arriving_registers, following))
         m.d.sync += Assert(~self.behind_valid | (self.behind_registers.as_value() ==
                                                  read_ahead_registers(self._config, self.behind_word)),
                            "the registers kept for the ring's front are stale")
