@@ -376,13 +376,13 @@ class Decode(wiring.Component):
         Decode then starts from flip-flops instead of a register-file read. The registers
         of the next head are read with the indices of the word that becomes the head if
         this one is popped or missing (``upcoming``; the queue keeps them in flip-flops,
-        so that the read starts from a register, not from the ring's read). Only decoding the process pops its
-        head or writes its registers, so a head that stays keeps its operands; a restore
-        (a squash) comes with a redirect, which empties the queue. A register written by
-        the instruction decoded in the cycle of the read is not forwarded into the read
-        (its value comes from an adder or the multiplier): each operand keeps a bit saying
-        it names that register, and reads ``last_write``, the bank's last written value,
-        instead.
+        so that the read starts from a register, not from the ring's read). Only decoding
+        the process pops its head or writes its registers, so a head that stays keeps its
+        operands; a restore (a squash) comes with a redirect, which empties the queue. A
+        register written by the instruction decoded in the cycle of the read is not
+        forwarded into the read (its value comes from an adder or the multiplier): each
+        operand keeps a bit saying it names that register, and reads ``last_write``, the
+        bank's last written value, instead.
         Simulation asserts that the operands equal a direct read of the head's registers
         (the bank's ``expect`` ports).
 
