@@ -7,8 +7,8 @@ Every error carries ``file:line:col``.
 
 from pathlib import Path
 
-from hts.config import SystemConfig
-from hts.errors import HTSError, Location, SourceError, SourceErrors, display_path
+from hts.base.config import SystemConfig
+from hts.base.errors import HTSError, Location, SourceError, SourceErrors, display_path
 
 from .checker import check
 from .disassembler import disassemble

@@ -7,8 +7,8 @@ loop stack inconsistent; a target at or past the end of the program ends the pro
 from anywhere).
 """
 
-from hts.config import SystemConfig
-from hts.errors import SourceError, SourceErrors
+from hts.base.config import SystemConfig
+from hts.base.errors import SourceError, SourceErrors
 from hts.isa import Opcode, Role
 
 from .resolver import Resolved

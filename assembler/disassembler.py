@@ -1,7 +1,7 @@
 """Program words back to assembly, in the paper's plain form (every field hex)."""
 
-from hts.config import SystemConfig
-from hts.errors import Location, SourceError
+from hts.base.config import SystemConfig
+from hts.base.errors import Location, SourceError
 from hts.isa import CONTROL_KEYNAMES, Opcode
 
 from .program import Program

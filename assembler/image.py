@@ -6,8 +6,8 @@ Writes are atomic: the image appears whole under its name or not at all.
 
 from pathlib import Path
 
-from hts.errors import HTSError, Location, SourceError, display_path
-from hts.output import atomic_path
+from hts.base.errors import HTSError, Location, SourceError, display_path
+from hts.base.output import atomic_path
 from hts.isa import INSTRUCTION_BITS
 
 from .lexer import split_lines

@@ -7,7 +7,7 @@ column so that later passes can point at it.
 import re
 from dataclasses import dataclass
 
-from hts.errors import Location, SourceError
+from hts.base.errors import Location, SourceError
 
 __all__ = ["Token", "SourceLine", "lex", "split_lines"]
 

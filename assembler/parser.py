@@ -8,7 +8,7 @@ metadata, which only accelerators read: the paper's own branch listing opens wit
 import re
 from dataclasses import dataclass
 
-from hts.errors import Location, SourceError, SourceErrors
+from hts.base.errors import Location, SourceError, SourceErrors
 from hts.isa import CONTROL_KEYNAMES
 
 from .lexer import SourceLine, Token

@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from hts.errors import Location
+from hts.base.errors import Location
 from hts.isa import Word
 
 __all__ = ["Program"]

@@ -8,8 +8,8 @@ takes a label or a negative number. Each value is checked against its field's wi
 import re
 from dataclasses import dataclass
 
-from hts.config import SystemConfig
-from hts.errors import SourceError, SourceErrors
+from hts.base.config import SystemConfig
+from hts.base.errors import SourceError, SourceErrors
 from hts.isa import CONTROL_KEYNAMES, FIELDS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles
 
 from .lexer import Token

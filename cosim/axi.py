@@ -10,7 +10,7 @@ import cocotb
 from cocotb.triggers import FallingEdge, RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
-from hts.config import Window
+from hts.base.config import Window
 from hts.hdl.axi_lite import DATA_BITS
 from hts.hdl.control import FAULT_IRQ_SHIFT, offset_of
 from hts.isa import INSTRUCTION_BITS

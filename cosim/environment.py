@@ -43,7 +43,7 @@ owing an answer is told so.
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.models.accelerator import AcceleratorFunctions
 from hts.models.copy_back import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat

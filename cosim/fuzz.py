@@ -1,13 +1,13 @@
 """Randomized differential testing: random programs and latencies, RTL against the model.
 
-A fuzz case is a seed. It draws the programs of every process with ``hts.progen``: tasks
+A fuzz case is a seed. It draws the programs of every process with ``hts.cosim.progen``: tasks
 over overlapping regions, nested loops, branches of every kind, several processes, each
 in its own window of memory, and register-indirect regions that sometimes leave it (a
 fault, or a stall on a wrong path). It also draws the accelerators' latencies
 (``ScrambledLatency``: one task in four slow, so that even one-cycle classes keep all
 their instances busy at times) and the initial memory.
 The systems are fixed, because each one is a Verilator build. They are small random
-systems from ``hts.progen.random_config``, chosen so that their structures fill up:
+systems from ``hts.cosim.progen.random_config``, chosen so that their structures fill up:
 :data:`SYSTEMS` names them.
 """
 
@@ -16,18 +16,18 @@ import random
 from dataclasses import dataclass
 
 from hts.assembler import assemble
-from hts.config import SystemConfig
-from hts.progen import random_config, random_programs, random_windows
+from hts.base.config import SystemConfig
+from hts.cosim.progen import random_config, random_programs, random_windows
 
 __all__ = ["SYSTEMS", "fuzz_system", "fuzz_job", "FuzzBatch", "run_batch", "WILD"]
 
 # The chance that a random program loads a base register with any block: about one case
 # in four then faults on its committed path.
 WILD = 0.05
-# One item in twenty a speculated branch over a loop: squashes find every stage busy (hts.progen).
+# One item in twenty a speculated branch over a loop: squashes find every stage busy (hts.cosim.progen).
 SPECULATED_LOOPS = 0.05
 
-# name -> seed of hts.progen.random_config(seed, processes=2), and why that one.
+# name -> seed of hts.cosim.progen.random_config(seed, processes=2), and why that one.
 SYSTEMS = {
     # two processes, speculation, four speculation IDs, a 12-entry tracker, 7 TLB entries,
     # three dispatch ways and two CDB lanes: everything happens at once

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from hts.errors import HTSError
-from hts.toolchain import tool_env
+from hts.base.errors import HTSError
+from hts.base.toolchain import tool_env
 
 from .top import CLOCKED
 

@@ -18,14 +18,14 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
+from amaranth.back import verilog as amaranth_verilog
 from filelock import FileLock
 
-from hts.config import SystemConfig
-from hts.errors import HTSError
+from hts.base.config import SystemConfig
+from hts.base.errors import HTSError
+from hts.base.output import atomic_path
+from hts.base.toolchain import use_bundled_tools, verilator_version
 from hts.hdl import mutation
-from hts.output import atomic_path
-from hts.synth import verilog_text
-from hts.toolchain import use_bundled_tools, verilator_version
 
 from .scoreboard import Job, RunOutcome
 from .top import CLOCKED, TOPLEVEL, CosimTop, clocked_wrapper, rtl_instances
@@ -65,7 +65,7 @@ def _sources_digest() -> str:
     """
     # hts.hdl.hls reads its metadata fields from hts.models.dsp.
     paths = [*_python_sources("hts.hdl"), *_python_sources("hts.isa"), resources.files("hts.models") / "dsp.py",
-             resources.files("hts.cosim") / "top.py", resources.files("hts") / "config.py"]
+             resources.files("hts.cosim") / "top.py", resources.files("hts.base") / "config.py"]
     digest = hashlib.sha256()
     for path in paths:
         digest.update(path.name.encode() + path.read_bytes())
@@ -114,7 +114,7 @@ def _compile(config: SystemConfig, waves: bool, axi: bool, rtl_classes: tuple[st
     folder.mkdir()
     progress(f"[cosim] building the Verilator model in {folder} (once per configuration)")
     verilog, wrapper = folder / f"{TOPLEVEL}.v", folder / f"{CLOCKED}.sv"
-    verilog.write_text(verilog_text(CosimTop(config, axi, rtl_classes), TOPLEVEL))
+    verilog.write_text(amaranth_verilog.convert(CosimTop(config, axi, rtl_classes), name=TOPLEVEL))
     wrapper.write_text(clocked_wrapper(verilog.read_text()))
     args = [*BUILD_ARGS, *(["--trace-structs"] if waves else [])]
     make_flags = os.environ.get("MAKEFLAGS")

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import SystemConfig, Window
+from hts.base.config import SystemConfig, Window
 from hts.hdl.control import FAULT_IRQ_SHIFT
 from hts.hdl.trace import canonical
 from hts.models.coverage import Coverage

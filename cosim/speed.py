@@ -12,7 +12,7 @@ import argparse
 
 from hts import benchmarks
 from hts.assembler import assemble
-from hts.config import load_config
+from hts.base.config import load_config
 
 from .replay import replay
 from .run import build, cosimulate

@@ -46,7 +46,7 @@ from amaranth.lib import data
 from cocotb.simtime import get_sim_time
 from cocotb.triggers import FallingEdge, First, ReadOnly, ReadWrite, RisingEdge, Timer
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.hdl.interfaces import (branch_read_signature, cpu_signature, delivered_task_layout, instance_numbering,
                                 region_layout, task_record_layout, trace_layout)
 from hts.hdl.trace import TraceReader, canonical

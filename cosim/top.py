@@ -17,8 +17,8 @@ from amaranth.hdl import Cat, Module, Mux
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
-from hts.errors import HTSError
+from hts.base.config import SystemConfig
+from hts.base.errors import HTSError
 from hts.hdl.axi_hts import AxiHTS
 from hts.hdl.axi_lite import axi_lite_signature
 from hts.hdl.control import ADDR_BITS

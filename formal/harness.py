@@ -15,7 +15,7 @@ from amaranth.hdl._ir import Fragment
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 __all__ = ["PropertyGroup", "Harness", "elaborated_with", "registers", "free_inputs", "strict_total_order"]
 

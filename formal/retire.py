@@ -5,7 +5,7 @@ from amaranth.asserts import AnySeq
 from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.hdl._ir import Fragment
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.hdl.copy_back import CopyBackEngine
 from hts.hdl.hts import copy_wanted, ends, holds
 from hts.hdl.interfaces import beats_per_block, largest_copy_beats

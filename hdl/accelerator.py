@@ -17,7 +17,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 
 from .interfaces import (beats_per_block, core_signature, delivered_task_layout, dma_signature, granted_task_layout,
                          held_task_layout, region_layout, retarget_layout, task_record_layout)

@@ -17,7 +17,7 @@ from amaranth.hdl import Cat, Module
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import flat_instance, instance_numbering, occupy_layout
 from .mutation import mutable

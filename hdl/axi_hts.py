@@ -4,7 +4,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .accelerator import LatencyCore
 from .axi_lite import axi_lite_signature

@@ -132,7 +132,7 @@ from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS, Cond
 from hts.models.branch_unit import OUTCOME_DELAY
 

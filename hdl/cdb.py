@@ -19,7 +19,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import instance_numbering
 from .mutation import mutable

@@ -12,7 +12,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.utils import bits_for
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.isa import INSTRUCTION_BITS
 
 from .axi_lite import DATA_BITS, AxiLiteSubordinate, axi_lite_signature

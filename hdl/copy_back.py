@@ -46,8 +46,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.fifo import SyncFIFO
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
-from hts.errors import ConfigError, Location
+from hts.base.config import SystemConfig, bits_for
+from hts.base.errors import ConfigError, Location
 
 from .interfaces import (beats_per_block, copyback_trace_layout, dma_signature, instance_numbering,
                          largest_copy_beats, region_layout, retarget_layout, retarget_trace_layout, tlb_entry_layout,

@@ -16,7 +16,7 @@ from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetInserter, Signal,
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, RESERVED_ACCEL_ID, REGISTER_BITS, FaultCause, Instruction, Opcode
 
 from .gpr import COUNTER_PORT, OPERANDS, GPRBank

@@ -25,7 +25,7 @@ from amaranth.hdl import Array, Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import (delivered_task_layout, dispatch_trace_layout, granted_task_layout, instance_numbering,
                          occupy_layout, queued_task_layout, record_read_signature, task_record_layout,

@@ -12,7 +12,7 @@ from amaranth.hdl import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import decoded_signature, queued_task_layout, region_layout, task_layout
 from .mutation import mutable

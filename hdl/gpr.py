@@ -12,7 +12,7 @@ from amaranth.hdl import Assert, Cat, MemoryData, Module, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 from hts.isa import REGISTER_BITS
 
 from .mutation import mutable

@@ -17,7 +17,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.models.dsp import DEFAULT_LEN, INT32_MAX, INT32_MIN, LEN, SCALE
 
 from .interfaces import WORD_BITS, core_signature, dma_signature, task_layout, word_address_width

@@ -32,7 +32,7 @@ from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .accelerator import AcceleratorShell, LatencyCore
 from .asr import AcceleratorStatus

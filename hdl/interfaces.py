@@ -12,7 +12,7 @@ from amaranth.hdl import Cat, Value
 from amaranth.lib import data, enum, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 from hts.isa import FIELDS, REGISTER_BITS, Cond, FaultCause, Instruction
 
 __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_numbering", "flat_instance",

@@ -11,7 +11,7 @@ from amaranth.hdl import Assert, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 
 from .interfaces import loop_frame_layout
 from .mutation import mutable

@@ -24,7 +24,7 @@ from amaranth.hdl import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 
 from .interfaces import (record_read_signature, region_layout, task_record_layout, tracker_entry_layout,
                          tracker_register_layout)

@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 from hts.isa import FIRST_RESERVED_ACCEL_ID, OPERAND_FIELDS, RESERVED_ACCEL_ID, Instruction, Opcode, Role, operand_roles
 
 from .interfaces import fetch_pc_width, program_word_layout, queue_entry_layout, read_ahead_layout, read_ahead_registers

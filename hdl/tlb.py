@@ -17,7 +17,7 @@ from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig, bits_for
 
 from .interfaces import (HeadSource, region_layout, tlb_checks_layout, tlb_entry_layout, tlb_lookahead_layout,
                          tlb_query_layout, tlb_request_layout)

@@ -22,7 +22,7 @@ import json
 from amaranth.hdl import Cat, Value
 from amaranth.lib import data
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import instance_numbering
 

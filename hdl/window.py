@@ -13,7 +13,7 @@ from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .interfaces import queued_task_layout
 from .mutation import mutable

@@ -8,7 +8,7 @@ Subpackages (each a top-level folder of the repository):
 - ``hts.hdl``        Amaranth RTL of the scheduler and accelerator shells (hdl/)
 - ``hts.cosim``      cocotb + Verilator co-simulation against the models (cosim/)
 
-``hts.config`` holds the system configuration every part is sized by, ``hts.cli`` the
+``hts.base.config`` holds the system configuration every part is sized by, ``hts.cli`` the
 ``hts`` command.
 """
 

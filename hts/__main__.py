@@ -1,3 +1,3 @@
-from .cli import main
+from hts.cli import main
 
 raise SystemExit(main())

@@ -6,8 +6,8 @@ Each class of the configuration is bound to a function of ``hts.models.dsp`` (it
 
 import hashlib
 
-from hts.config import SystemConfig
-from hts.errors import ConfigError
+from hts.base.config import SystemConfig
+from hts.base.errors import ConfigError
 
 from . import dsp
 from .memory import Memory

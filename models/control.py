@@ -6,8 +6,8 @@ decode stage of the cycle model, so the two cannot disagree on what an instructi
 
 from dataclasses import dataclass
 
-from hts.config import Window
-from hts.errors import Location, SourceError
+from hts.base.config import Window
+from hts.base.errors import Location, SourceError
 from hts.isa import FaultCause, Opcode, Word, alu
 
 from .gpr import GPRBank

@@ -10,7 +10,7 @@ in which a copy finishes starts none. RTL: ``hdl/copy_back.py``.
 
 from dataclasses import dataclass
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .asr import Running
 from .memory import Memory

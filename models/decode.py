@@ -13,8 +13,8 @@ it resolves; a speculated one leaves a checkpoint and the process goes on.
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import SystemConfig
-from hts.errors import Location
+from hts.base.config import SystemConfig
+from hts.base.errors import Location
 from hts.isa import Opcode
 
 from .branch_unit import BranchUnit, PendingBranch

@@ -10,8 +10,8 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from hts.assembler import Program
-from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
-from hts.errors import HTSError, Location, SourceError
+from hts.base.config import DEFAULT_STEP_LIMIT, SystemConfig
+from hts.base.errors import HTSError, Location, SourceError
 from hts.isa import Opcode, branch_taken
 
 from .accelerator import AcceleratorFunctions

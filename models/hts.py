@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from hts.assembler import Program
-from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
+from hts.base.config import DEFAULT_STEP_LIMIT, SystemConfig
 
 from .accelerator import AcceleratorFunctions
 from .asr import AcceleratorStatus, Running

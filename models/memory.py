@@ -10,7 +10,7 @@ import hashlib
 
 import numpy as np
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.isa import REGISTER_BITS
 
 __all__ = ["Memory", "initial_memory", "outside_windows", "read_beat", "write_beat"]

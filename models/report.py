@@ -10,7 +10,7 @@ import dataclasses
 import sys
 
 from hts.assembler import Program
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 from .graphs import TaskGraph
 from .memory import initial_memory

@@ -11,7 +11,7 @@
 from typing import Callable
 
 from hts.assembler import Program
-from hts.config import DEFAULT_STEP_LIMIT, SystemConfig
+from hts.base.config import DEFAULT_STEP_LIMIT, SystemConfig
 
 from .executor import ExecutionResult, run_sequential
 from .hts import SCHEDULERS as CYCLE_SCHEDULERS, HTSModel, RunResult

@@ -10,7 +10,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Protocol
 
-from hts.config import AcceleratorClass
+from hts.base.config import AcceleratorClass
 from hts.isa import Word
 
 from .dsp import DEFAULT_LEN, LEN

@@ -3,7 +3,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from hts.config import load_config
+from hts.base.config import load_config
 
 # Property tests run without a deadline (first calls import Amaranth); CI runs them
 # derandomized so a red run is reproducible from the log alone.

@@ -4,7 +4,7 @@ import dataclasses
 from importlib import resources
 
 from hts.assembler import assemble
-from hts.config import SystemConfig, Window, parse_config
+from hts.base.config import SystemConfig, Window, parse_config
 
 EXAMPLES = resources.files("hts.examples")
 

@@ -4,7 +4,7 @@ assembler accepts (plain hex, 0x, 0d, rN registers, labels and numeric offsets, 
 
 from hypothesis import strategies as st
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 
 def _number(draw, value: int) -> str:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 
 from hts.assembler import assemble, disassemble, read_image, write_image
-from hts.errors import SourceError
+from hts.base.errors import SourceError
 from hts.isa import Word
 
 from program_text import program_sources
@@ -123,9 +123,9 @@ def test_jumps_may_leave_everything_by_ending_the_program(default_config):
 
 
 @settings(max_examples=300)
-@given(program_sources(__import__("hts.config", fromlist=["load_config"]).load_config("default")))
+@given(program_sources(__import__("hts.base.config", fromlist=["load_config"]).load_config("default")))
 def test_assemble_disassemble_assemble_is_identity(text):
-    from hts.config import load_config
+    from hts.base.config import load_config
     config = load_config("default")
     program = assemble(text, config)
     plain = disassemble(program, config)

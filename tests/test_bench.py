@@ -5,8 +5,8 @@ import dataclasses
 
 import pytest
 
-from hts.bench import bench, bench_cases
-from hts.config import load_config
+from hts.base.config import load_config
+from hts.flows.bench import bench, bench_cases
 
 distributed = pytest.importorskip("dask.distributed")
 

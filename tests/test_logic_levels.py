@@ -1,14 +1,14 @@
-"""``hts.logic_levels`` on small hand-made Yosys netlists: how many levels each register
+"""``hts.flows.logic_levels`` on small hand-made Yosys netlists: how many levels each register
 input has in front of it, and which block it is charged to."""
 
 import json
 import subprocess
 import sys
 
-from hts import synth
 from hts.cli import main
-from hts.logic_levels import logic_levels
-from hts.plots import plot_logic_levels
+from hts.flows import synth
+from hts.flows.logic_levels import logic_levels
+from hts.flows.plots import plot_logic_levels
 
 DIRECTIONS = {
     "TRELLIS_FF": {"CLK": "input", "DI": "input", "CE": "input", "LSR": "input", "Q": "output"},

@@ -18,9 +18,9 @@ from isolation import shared_windows, windows_example
 
 from hts import benchmarks
 from hts.assembler import assemble
-from hts.config import load_config
+from hts.base.config import load_config
+from hts.cosim.progen import random_config, random_programs, random_windows
 from hts.isa import FaultCause
-from hts.progen import random_config, random_programs, random_windows
 from hts.models.dispatch import START_DELAY
 from hts.models.executor import run_sequential
 from hts.models.hts import HTSModel
@@ -63,7 +63,7 @@ def test_tasks_in_flight_reach_the_tracker_on_inflight64(preset, kind):
     """128 one-class tasks (the throughput benchmark's programs): the default stops decoding
     with its window full, at 14 (13) tasks in flight; inflight64's window, station and
     instances hold more than its 64 tags, so 64 tasks are in flight and the tracker is full."""
-    from hts.benchmarks.throughput import in_flight_limit, program_text
+    from hts.flows.throughput import in_flight_limit, program_text
     config = load_config(preset)
     peak, stalls = 0, collections.Counter()
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import numpy  # noqa: F401  (C extensions load once per process: import them before pytester's inline runs)
 import pytest
 
+import hts.cosim.progen  # noqa: F401
 import hts.cosim.scoreboard  # noqa: F401  (numpy, ortools and the models, for the same reason)
-import hts.progen  # noqa: F401
+from hts.flows.mutate import changes_design
+from hts.flows.prove import resolve_config
 from hts.hdl.mutation import CATALOGUE, ENVIRONMENT, active, injected, mutable
-from hts.mutate import changes_design
-from hts.prove import resolve_config
 
 pytest_plugins = ["pytester"]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hts.errors import HTSError
-from hts.output import all_or_none, atomic_path, check_outputs
+from hts.base.errors import HTSError
+from hts.base.output import all_or_none, atomic_path, check_outputs
 
 
 def _write(path, text):

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from hts.base.errors import HTSError
 from hts.cli import main
-from hts.errors import HTSError
+from hts.flows.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve_config, tools_missing
 from hts.formal.memory_tracker import MemoryTrackerHarness
 from hts.hdl.mutation import injected
-from hts.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve_config, tools_missing
 
 pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")
 

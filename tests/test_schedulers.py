@@ -10,17 +10,16 @@ from fractions import Fraction
 import pytest
 from hypothesis import example, given, settings, strategies as st
 
+from hts import benchmarks
+from hts.assembler import assemble
+from hts.cosim.progen import random_config, random_programs
 from hts.models.graphs import (
     build_graph, case_study, erdos_renyi, graph_program, layer_by_layer, lu, program_graph, topcuoglu, uniform_dag,
     write_graphml,
 )
-from hts.models.schedulers.bounds import critical_path, lower_bound, sequential_time
-from hts import benchmarks
-from hts.assembler import assemble
 from hts.models.memory import initial_memory
-from hts.models.simulate import simulate
+from hts.models.schedulers.bounds import critical_path, lower_bound, sequential_time
 from hts.models.schedulers.cycle_model import naive_schedule, run_graph, trace_schedule
-from hts.progen import random_config, random_programs
 from hts.models.schedulers.heft import downward_ranks, earliest_start, heft, upward_ranks
 from hts.models.schedulers.machine import (
     Machine, ProcessingElement, case_study_machine, distributed_machine, reconfigurable_machine, static_machine,
@@ -30,6 +29,7 @@ from hts.models.schedulers.optimal import optimal
 from hts.models.schedulers.reft import reft
 from hts.models.schedulers.schedule import Slot, instances, offline_schedule, violations
 from hts.models.schedulers.study import layer_study, layer_summary
+from hts.models.simulate import simulate
 
 SMALL = settings(max_examples=15)
 

@@ -8,7 +8,7 @@ from importlib import resources
 
 import pytest
 
-from hts.soc_top import AXI_BUS
+from hts.flows.soc_top import AXI_BUS
 
 AXI_SIGNALS = ("awvalid", "awready", "awaddr", "awprot", "wvalid", "wready", "wdata", "wstrb", "bvalid", "bready",
                "bresp", "arvalid", "arready", "araddr", "arprot", "rvalid", "rready", "rdata", "rresp")

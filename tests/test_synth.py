@@ -11,10 +11,10 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
 
-from hts import synth, synth_sweep
+from hts.base.config import with_value
+from hts.base.errors import ConfigError, HTSError
 from hts.cli import main
-from hts.config import with_value
-from hts.errors import ConfigError, HTSError
+from hts.flows import synth, synth_sweep
 from hts.hdl.interfaces import region_layout, tracker_entry_layout
 
 

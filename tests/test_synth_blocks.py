@@ -1,4 +1,4 @@
-"""`python -m hts.synth_blocks`: the grouping of Yosys' modules into the blocks of hdl/hts.py,
+"""`python -m hts.flows.synth_blocks`: the grouping of Yosys' modules into the blocks of hdl/hts.py,
 on hand-made ``stat -json`` data, and one real run on tiny. That run takes 20 s to a minute and a
 half (the first YoWASP Yosys run on a machine compiles it), so it is marked slow: the default run
 stays under its 15 minutes."""
@@ -11,15 +11,15 @@ from collections import Counter
 import pytest
 from amaranth.hdl import Fragment
 
-from hts import synth_blocks
+from hts.flows import synth_blocks
+from hts.flows.synth import TARGETS, yosys_script
 from hts.hdl.hts import HTS
-from hts.synth import TARGETS, yosys_script
 
 ECP5 = TARGETS["ecp5"]
 
 
 def synth_blocks_command(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "hts.synth_blocks", *map(str, args)], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "hts.flows.synth_blocks", *map(str, args)], capture_output=True,
                           text=True, cwd=cwd, timeout=1800)
 
 

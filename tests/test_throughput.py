@@ -9,11 +9,11 @@ import dataclasses
 import pytest
 
 from hts.assembler import assemble
-from hts.benchmarks import throughput
-from hts.benchmarks.throughput import (
+from hts.base.errors import HTSError
+from hts.flows import throughput
+from hts.flows.throughput import (
     PROGRAMS, back_end_cycles_per_task, in_flight_limit, measure, program_text, shortest_class, task_times,
 )
-from hts.errors import HTSError
 from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory

@@ -9,8 +9,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from hts import benchmarks
-from hts.config import load_config
-from hts.timeline import ACCELERATORS_PID, MEMORY_PID, process_pid
+from hts.base.config import load_config
+from hts.flows.timeline import ACCELERATORS_PID, MEMORY_PID, process_pid
 
 # Per phase, the fields the format requires (ts in microseconds; X adds dur, i a scope).
 REQUIRED = {"X": {"name", "ph", "ts", "dur", "pid", "tid"}, "i": {"name", "ph", "ts", "pid", "tid", "s"},

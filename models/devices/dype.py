@@ -20,7 +20,7 @@ so it defaults to 1 (the original Sextans and SWAT models).
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from hts.config import AcceleratorClass
+from hts.base.config import AcceleratorClass
 from hts.isa import Word
 
 from .units import require_positive, seconds_to_cycles

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from hts.config import AcceleratorClass
+from hts.base.config import AcceleratorClass
 from hts.isa import Word
 
 from .units import require_positive

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hts.config import AcceleratorClass
+from hts.base.config import AcceleratorClass
 from hts.isa import Word
 
 from .units import require_positive, seconds_to_cycles

@@ -19,7 +19,7 @@ from collections.abc import Collection, Sequence
 import networkx as nx
 
 from hts.assembler import Program
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.models.executor import run_sequential
 from hts.models.memory import Memory
 from hts.models.timing import DeviceTiming, TableLatency

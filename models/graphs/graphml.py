@@ -10,8 +10,8 @@ from xml.etree.ElementTree import ParseError
 
 import networkx as nx
 
-from hts.errors import HTSError, Location, display_path
-from hts.output import atomic_path
+from hts.base.errors import HTSError, Location, display_path
+from hts.base.output import atomic_path
 
 from .taskgraph import GraphError, TaskGraph
 

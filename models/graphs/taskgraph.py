@@ -21,7 +21,7 @@ from functools import cached_property
 
 import networkx as nx
 
-from hts.errors import HTSError, Location
+from hts.base.errors import HTSError, Location
 
 __all__ = ["GraphError", "TaskGraph", "graph_problems", "build_graph"]
 

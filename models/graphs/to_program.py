@@ -26,8 +26,8 @@ import yaml
 from ortools.sat.python import cp_model
 
 from hts.assembler import Program, assemble
-from hts.config import AcceleratorClass, SystemConfig, parse_config
-from hts.errors import ConfigError, Location
+from hts.base.config import AcceleratorClass, SystemConfig, parse_config
+from hts.base.errors import ConfigError, Location
 from hts.isa import Word
 
 from .from_program import dependences, region_blocks

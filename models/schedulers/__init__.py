@@ -9,5 +9,5 @@ return a :class:`~.schedule.Schedule`:
 - :mod:`.optimal`: CP-SAT, with a proven-optimal flag; :mod:`.bounds`: a lower bound;
 - :mod:`.metrics`: makespan, speedup, SLR, slack, efficiency (seed 004, section 6.2);
 - :mod:`.cycle_model`: the HTS cycle model's run of a graph as a schedule;
-- :mod:`.study`: how far HTS, HEFT and REFT are from optimal (``python -m hts.gap_study``).
+- :mod:`.study`: how far HTS, HEFT and REFT are from optimal (``python -m hts.flows.gap_study``).
 """

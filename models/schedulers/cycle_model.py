@@ -10,7 +10,7 @@ scheduler keeps no trace; :func:`naive_schedule` rebuilds its one-task-at-a-time
 from collections import Counter
 from collections.abc import Callable, Mapping
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.models.graphs import GraphProgram, TaskGraph, graph_program
 from hts.models.hts import RunResult
 from hts.models.memory import initial_memory

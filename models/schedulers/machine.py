@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 
 __all__ = ["ProcessingElement", "Machine", "instance_name", "static_machine", "machine_of_config",
            "distributed_machine", "reconfigurable_machine", "case_study_machine"]

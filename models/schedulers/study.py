@@ -1,6 +1,6 @@
 """How far HTS, HEFT and REFT are from optimal schedules: the study behind docs/results.md.
 
-``python -m hts.gap_study`` runs it: Markdown tables, a PNG of the mean ratios, progress
+``python -m hts.flows.gap_study`` runs it: Markdown tables, a PNG of the mean ratios, progress
 on stderr. Every ratio is optimal makespan over the
 scheduler's makespan, i.e. the scheduler's speedup over the optimal speedup (seed 004's
 measure), 1 meaning optimal. Means are taken over the graphs whose optimum CP-SAT proved
@@ -24,8 +24,8 @@ from collections.abc import Callable
 from itertools import product
 
 from hts.assembler import assemble
+from hts.base.config import SystemConfig
 from hts.benchmarks import BENCHMARKS, audio_compression, source
-from hts.config import SystemConfig
 from hts.models.graphs import (
     TaskGraph, cholesky, cnn_training, erdos_renyi, gnn_chain, layer_by_layer, lu, program_graph, uniform_dag,
 )

@@ -14,7 +14,7 @@ import random
 
 from rtl_sim import region_value
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.isa import FIELDS
 from hts.models.dispatch import Dispatch
 from hts.models.reservation_station import ReservationStation

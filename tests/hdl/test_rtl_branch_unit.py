@@ -16,7 +16,7 @@ from types import SimpleNamespace
 import pytest
 from rtl_sim import drive_retarget, region_value, run
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.branch_unit import BranchUnit, slot_layout
 from hts.hdl.interfaces import BranchKind
 from hts.isa import RESERVED_ACCEL_ID, REGISTER_BITS, Opcode, Word

@@ -8,7 +8,7 @@ import pytest
 from amaranth.hdl import Const
 from amaranth.sim import Simulator
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.axi_lite import OKAY, SLVERR
 from hts.hdl.control import FAULT_IRQ_SHIFT, IDENTIFIER, REGISTERS, AxiLiteControl, offset_of
 from hts.isa import FaultCause

@@ -19,6 +19,7 @@ from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from rtl_sim import run
 
 from hts.assembler import assemble
+from hts.cosim.progen import random_config, random_programs
 from hts.hdl.decode import Decode, take_queue
 from hts.hdl.interfaces import BranchKind, Stall
 from hts.hdl.task_queue import TaskQueue
@@ -27,7 +28,6 @@ from hts.models.accelerator import AcceleratorFunctions
 from hts.models.branch_unit import OUTCOME_DELAY
 from hts.models.executor import run_sequential
 from hts.models.memory import initial_memory
-from hts.progen import random_config, random_programs
 
 
 class FrontEnd(Elaboratable):

@@ -22,7 +22,7 @@ from queue_model import (TaskSource, delivered_record_fields, delivered_task_fie
                          tracker_register_record)
 from rtl_sim import run
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.interfaces import granted_task_layout, instance_numbering
 from hts.models.asr import AcceleratorStatus

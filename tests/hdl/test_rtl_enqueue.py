@@ -13,7 +13,7 @@ import random
 import pytest
 from rtl_sim import drive_retarget, region_value, run
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.enqueue import Enqueue
 from hts.models.copy_back import retarget_task
 from hts.models.enqueue import EnqueueStage

@@ -5,7 +5,7 @@ import random
 import pytest
 from rtl_sim import assert_caught, run
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.gpr import OPERANDS, READ_PORTS, GPRBank
 from hts.isa import REGISTER_BITS
 from hts.models.gpr import GPRBank as Model

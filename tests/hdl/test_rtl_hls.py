@@ -19,7 +19,7 @@ from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
 from rtl_sim import region_value, run
 
-from hts.config import load_config
+from hts.base.config import load_config
 from hts.hdl.accelerator import AcceleratorShell
 from hts.hdl.hls import requantise, vector_add_core
 from hts.hdl.interfaces import delivered_task_layout

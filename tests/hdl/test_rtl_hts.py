@@ -17,13 +17,13 @@ from system_sim import first_difference, run_rtl
 
 from hts import benchmarks
 from hts.assembler import Program, assemble
-from hts.config import load_config
+from hts.base.config import load_config
+from hts.cosim.progen import random_config, random_programs, random_windows
 from hts.hdl.hts import HTS
 from hts.hdl.trace import canonical
 from hts.isa import RESERVED_ACCEL_ID, FaultCause, Opcode, Word
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory, outside_windows
-from hts.progen import random_config, random_programs, random_windows
 
 
 def assert_lockstep(config, programs, seed: int = 0, reset_after: int | None = None):

@@ -23,8 +23,9 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, Location, display_path
 from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
+
+from .errors import ConfigError, Location, display_path
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
@@ -388,7 +389,7 @@ def load_config(spec: str | Path | None = None) -> SystemConfig:
     """A configuration by preset name (one of :data:`PRESETS`) or YAML file path."""
     spec = "default" if spec is None else str(spec)
     if spec in PRESETS:
-        text = resources.files("hts.presets").joinpath(f"{spec}.yaml").read_text()
+        text = resources.files("hts.base.presets").joinpath(f"{spec}.yaml").read_text()
         return parse_config(text, f"<preset {spec}>")
     path = Path(spec)
     try:

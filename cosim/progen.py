@@ -21,7 +21,7 @@ Everything is drawn from one ``random.Random`` so that a seed reproduces a case.
 
 import random
 
-from hts.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window
+from hts.base.config import AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window
 
 __all__ = ["random_config", "random_program", "random_programs", "random_windows", "SLICE_BLOCKS"]
 

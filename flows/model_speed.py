@@ -1,6 +1,6 @@
 """Model speed: simulated cycles per second of wall time on the audio compression.
 
-    python -m hts.benchmarks.speed [--bands 32] [--repeat 3]
+    python -m hts.flows.model_speed [--bands 32] [--repeat 3]
 
 Prints one line per branch outcome. The figure depends on how much of the run can be
 fast-forwarded (long accelerator latencies) and on the Python work per stepped cycle.
@@ -10,8 +10,8 @@ import argparse
 import time
 
 from hts.assembler import assemble
+from hts.base.config import load_config
 from hts.benchmarks import audio_compression
-from hts.config import load_config
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory
 

@@ -1,8 +1,8 @@
-"""Synthesis results against the size of a structure: ``python -m hts.synth_sweep``.
+"""Synthesis results against the size of a structure: ``python -m hts.flows.synth_sweep``.
 
 Each sweep synthesizes one RTL block (``hts synth``, ECP5) for several values of one
 configuration key, prints a table, and draws LUT4s and Fmax against the value in a PNG
-beside it. Every point is a Dask task (:mod:`hts.fanout`), on a LocalCluster here or on an
+beside it. Every point is a Dask task (:mod:`hts.flows.fanout`), on a LocalCluster here or on an
 existing cluster. The default run is a few points per sweep (minutes, not hours); it is
 run by hand, never in CI. A new sweep is one line in :data:`SWEEPS`.
 """
@@ -13,8 +13,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import PRESETS, SystemConfig, load_config, with_value
-from .errors import HTSError
+from hts.base.config import PRESETS, SystemConfig, load_config, with_value
+from hts.base.errors import HTSError
+
 from .fanout import add_arguments as add_fanout_arguments, fan_out
 from .plots import plot_synth_sweep
 from .synth import designs, synthesize
@@ -73,7 +74,7 @@ def _print_table(key: str, block: str, rows: list[dict]):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hts.synth_sweep",
+        prog="python -m hts.flows.synth_sweep",
         description="Synthesize RTL blocks (as `hts synth`) for several values of a configuration key; print a "
                     "table and draw LUT4s and Fmax against the value (PNG). Progress goes to stderr.")
     parser.add_argument("-c", "--config", metavar="CFG", default="default",

@@ -1,6 +1,6 @@
 """Scheduler throughput: cycles per decoded task and enqueue-to-dispatch latency, model and RTL.
 
-    python -m hts.benchmarks.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--no-rtl] [--plot FILE.png]
+    python -m hts.flows.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--no-rtl] [--plot FILE.png]
 
 Two generated programs of the configuration's shortest accelerator class: N independent
 tasks (every region disjoint) and a chain of N tasks, each reading what the previous one
@@ -18,15 +18,16 @@ from collections import defaultdict, deque
 from dataclasses import dataclass
 
 from hts.assembler import Program, assemble
-from hts.config import AcceleratorClass, SystemConfig, load_config
+from hts.base.config import AcceleratorClass, SystemConfig, load_config
+from hts.base.errors import HTSError
 from hts.cosim.run import cosimulate
 from hts.cosim.scoreboard import Job, RunOutcome, RunSpec
-from hts.errors import HTSError
 from hts.isa import FIELDS
 from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import initial_memory
-from hts.plots import plot_decode_times
+
+from .plots import plot_decode_times
 
 __all__ = ["PROGRAMS", "shortest_class", "program_text", "TaskTimes", "task_times", "Throughput", "measure",
            "in_flight_limit", "back_end_cycles_per_task"]
@@ -301,7 +302,7 @@ def _positive(text: str) -> float:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m hts.benchmarks.throughput", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hts.flows.throughput", description=__doc__.splitlines()[0])
     parser.add_argument("-n", "--tasks", type=_at_least_two, default=64, help="tasks per program (default 64)")
     parser.add_argument("-c", "--config", metavar="CFG", default="default",
                         help="preset or YAML file (default: default)")
@@ -322,7 +323,7 @@ def run(args: argparse.Namespace) -> bool:
     notes = {kind: throttle_note(kind, config, args.tasks, model) for kind, model in models.items()}
     rtl_match = {}
     if not args.no_rtl:
-        command = f"python -m hts.benchmarks.throughput -c {args.config} -n {args.tasks}"
+        command = f"python -m hts.flows.throughput -c {args.config} -n {args.tasks}"
         for kind, outcome in rtl_outcomes(config, programs, command).items():
             results[kind, "RTL"] = measure(outcome.trace)
             rtl_match[kind] = outcome.match

@@ -3,7 +3,7 @@ run as Dask tasks, with a result cache, a table, CSV/JSON and a Pareto-front PNG
 
 Each point is one configuration (the base with one value per swept key) and one program.
 A point runs the cycle model (``hts``) and the naive baseline on the program; with
-``synth``, its configuration's scheduler is synthesized too (``hts.synth``), once per
+``synth``, its configuration's scheduler is synthesized too (``hts.flows.synth``), once per
 distinct RTL whatever the number of programs. Model runs and syntheses are Dask tasks:
 on a ``dask.distributed`` cluster (a ``LocalCluster`` on this machine by default, or the
 scheduler at ``scheduler_address``), and their results stream back as they finish; a task
@@ -29,11 +29,12 @@ from pathlib import Path
 
 import yaml
 
-from .config import SystemConfig, with_value
-from .errors import HTSError
+from hts.base.config import SystemConfig, with_value
+from hts.base.errors import HTSError
+from hts.base.output import atomic_path
+from hts.cosim.progen import random_program
+
 from .fanout import fan_out
-from .output import atomic_path
-from .progen import random_program
 
 __all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "synth_jobs", "run_job", "parse_key", "load_sweep", "points", "explore",
            "cheapest_within", "pareto_front", "cache_root", "random_programs", "COLUMNS", "SYNTH_COLUMNS"]
@@ -43,7 +44,7 @@ COLUMNS = ("program", "cycles", "naive_cycles", "speedup", "utilization", "tasks
 SYNTH_COLUMNS = ("lut_sites", "ffs", "brams", "fmax_mhz", "wall_us")
 
 
-# Three items in ten a speculated branch over a loop (hts.progen): far more speculation
+# Three items in ten a speculated branch over a loop (hts.cosim.progen): far more speculation
 # than the fuzzer's one in twenty, so that speculative outputs queue for TLB entries.
 RANDOM_SPECULATED_LOOPS = 0.3
 
@@ -145,9 +146,9 @@ class ModelJob:
     point: Point
 
     def run(self) -> dict:
-        from .assembler import assemble
-        from .models.memory import initial_memory
-        from .models.simulate import simulate
+        from hts.assembler import assemble
+        from hts.models.memory import initial_memory
+        from hts.models.simulate import simulate
         config = self.point.config
         programs = [assemble(self.point.text, config, self.point.program)]
         model = simulate(config, programs, initial_memory(config, 0), "hts")
@@ -222,11 +223,11 @@ def _digest(*parts: str) -> str:
 
 def model_code_digest() -> str:
     """The sources a model run depends on: the models, ISA, assembler and configuration."""
-    return _package_digest("hts.models", "hts.isa", "hts.assembler") + _file_digest("config.py")
+    return _package_digest("hts.models", "hts.isa", "hts.assembler") + _file_digest("hts.base", "config.py")
 
 
-def _file_digest(name: str) -> str:
-    return hashlib.sha256(resources.files("hts").joinpath(name).read_bytes()).hexdigest()
+def _file_digest(package: str, name: str) -> str:
+    return hashlib.sha256(resources.files(package).joinpath(name).read_bytes()).hexdigest()
 
 
 def synth_jobs(all_points: list[Point]) -> dict[str, SynthJob | str]:
@@ -234,7 +235,7 @@ def synth_jobs(all_points: list[Point]) -> dict[str, SynthJob | str]:
     per distinct RTL, keyed by its RTLIL (so a refactor that leaves the hardware as it was
     reuses the cache) and the flow and tools; or the error of elaborating it."""
     from .synth import design_digest
-    flow = _file_digest("synth.py") + _tools(True)
+    flow = _file_digest("hts.flows", "synth.py") + _tools(True)
     by_config, by_key = {}, {}
     for point in all_points:
         text = _config_text(point.config)

@@ -21,8 +21,8 @@ Tracks (a viewer "process" groups "threads"):
 import json
 from pathlib import Path
 
-from .config import SystemConfig
-from .output import atomic_path
+from hts.base.config import SystemConfig
+from hts.base.output import atomic_path
 
 __all__ = ["timeline", "write_timeline", "ACCELERATORS_PID", "MEMORY_PID", "process_pid"]
 

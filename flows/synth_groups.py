@@ -11,7 +11,7 @@ from amaranth.hdl import Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import Flow
 
-from hts.config import SystemConfig
+from hts.base.config import SystemConfig
 from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.hts import connect_issue_and_dispatch

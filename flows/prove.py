@@ -23,8 +23,8 @@ from pathlib import Path
 
 from amaranth.back import rtlil
 
-from .config import SystemConfig, load_config, parse_config
-from .errors import HTSError
+from hts.base.config import SystemConfig, load_config, parse_config
+from hts.base.errors import HTSError
 
 __all__ = ["BLOCKS", "CONFIGS", "ProofResult", "resolve_config", "prove", "prove_group", "tools_missing"]
 

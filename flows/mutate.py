@@ -15,9 +15,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from .config import SystemConfig
-from .errors import HTSError
-from .hdl.mutation import CATALOGUE, ENVIRONMENT, Mutant, injected
+from hts.base.config import SystemConfig
+from hts.base.errors import HTSError
+from hts.hdl.mutation import CATALOGUE, ENVIRONMENT, Mutant, injected
 
 __all__ = ["CHECKS", "Verdict", "changes_design", "run_check", "kill_matrix"]
 
@@ -39,6 +39,7 @@ class Verdict:
 def _rtlil(config: SystemConfig, block: str, mutant: str | None) -> str:
     """The RTLIL of ``block`` (the whole scheduler for a block that is no synthesis unit)."""
     from amaranth.back import rtlil  # the RTL only when a mutant is run: the CLI lists CHECKS quickly
+
     from .synth import designs
     factories = designs(config)
     with injected(mutant):

@@ -10,9 +10,10 @@ let Vivado infer the AXI4-Lite interface, clock, reset and interrupt.
 import tempfile
 from pathlib import Path
 
-from .cosim.top import ports
-from .errors import display_path
-from .output import atomic_path
+from hts.base.errors import display_path
+from hts.base.output import atomic_path
+from hts.cosim.top import ports
+
 from .synth import lint
 
 __all__ = ["SOC_TOP", "AXI_BUS", "soc_top", "write_soc_top"]

@@ -1,7 +1,7 @@
-"""Resources of every block of the whole scheduler: ``python -m hts.synth_blocks``.
+"""Resources of every block of the whole scheduler: ``python -m hts.flows.synth_blocks``.
 
 Yosys synthesizes the top level ``hts`` for ECP5 with the script of ``hts synth``
-(:func:`hts.synth.yosys_script`), but with ``-noflatten``: every Amaranth submodule stays
+(:func:`hts.flows.synth.yosys_script`), but with ``-noflatten``: every Amaranth submodule stays
 a module of its own, named after its place in the hierarchy (``hts.tracker``,
 ``hts.decode.gpr0``, ``hts.shell3.core``), and ``stat -json`` counts the cells of each.
 Each module is charged to the block of ``hdl/hts.py`` it lies in, the submodule of the
@@ -20,9 +20,10 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from .config import PRESETS, SystemConfig, load_config
-from .errors import HTSError
-from .output import check_plot_directory
+from hts.base.config import PRESETS, SystemConfig, load_config
+from hts.base.errors import HTSError
+from hts.base.output import check_plot_directory
+
 from .plots import plot_synth_blocks
 from .synth import TARGETS, Target, build, count_cells, module_name, run_yosys, verilog_text, yosys_script
 
@@ -140,7 +141,7 @@ def _plot(result: dict, path: str):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m hts.synth_blocks",
+        prog="python -m hts.flows.synth_blocks",
         description="Synthesize the whole scheduler for ECP5 without flattening (Yosys -noflatten) and print "
                     "its resources block by block. Progress goes to stderr.")
     parser.add_argument("-c", "--config", metavar="CFG", default="default",

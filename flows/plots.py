@@ -7,7 +7,7 @@ import matplotlib
 matplotlib.use("Agg")  # files only: no display on CI machines
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
-from .output import atomic_path  # noqa: E402
+from hts.base.output import atomic_path  # noqa: E402
 
 __all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_synth_blocks", "plot_gantt",
            "plot_gap_study", "plot_decode_times", "plot_kill_matrix"]
@@ -212,7 +212,7 @@ def plot_kill_matrix(rows: list[dict], checks: list[str], path: str | Path, titl
 
 
 def plot_timeline(trace: dict, path: str | Path, title: str):
-    """A trace-event timeline (``hts.timeline``) drawn as a viewer draws it: a row per
+    """A trace-event timeline (``hts.flows.timeline``) drawn as a viewer draws it: a row per
     thread that has events, grouped by process, slices as bars and instants as ticks."""
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
              if e["ph"] == "M" and e["name"] == "thread_name"}

@@ -7,10 +7,11 @@ the rows come back in the benchmarks' order whatever order the tasks finish in.
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .config import SystemConfig
+from hts.base.config import SystemConfig
+
 from .fanout import fan_out
 
-__all__ = ["BenchCase", "bench_cases", "run_case", "bench"]
+__all__ = ["BenchCase", "bench_cases", "run_case", "bench", "markdown_table"]
 
 
 @dataclass(frozen=True)
@@ -23,15 +24,15 @@ class BenchCase:
 
 def bench_cases(config: SystemConfig, seed: int) -> list[BenchCase]:
     """The paper's nine synthetic benchmarks and the audio compression, both branch outcomes."""
-    from .benchmarks import BENCHMARKS, audio_compression, source
+    from hts.benchmarks import BENCHMARKS, audio_compression, source
     cases = [BenchCase(config, name, source(name), seed) for name in BENCHMARKS]
     return cases + [BenchCase(config, "audio_compression_taken", audio_compression(8, taken=True), seed)]
 
 
 def run_case(case: BenchCase) -> dict:
     """One benchmark's row: cycles per scheduler, naive over HTS, and the memory check."""
-    from .assembler import assemble
-    from .models.report import compare
+    from hts.assembler import assemble
+    from hts.models.report import compare
     rows = {row["scheduler"]: row for row in compare(case.config, [assemble(case.text, case.config, f"{case.name}.s")],
                                                      case.seed)}
     return {"benchmark": case.name, **{name: row["cycles"] for name, row in rows.items()},
@@ -50,3 +51,13 @@ def bench(cases: list[BenchCase], scheduler_address: str | None = None, workers:
             rows[case.name] = row
         progress(f"  [{done}/{len(cases)}] {case.name}: {f'failed: {error}' if error else str(row['hts']) + ' cycles'}")
     return [rows[case.name] for case in cases if case.name in rows], errors
+
+
+def markdown_table(rows: list[dict]) -> str:
+    """The rows as the Markdown table ``hts bench`` prints and docs/results.md holds."""
+    lines = ["| benchmark | naive | runtime | hts-nospec | hts | naive/hts | memory = sequential |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    lines += [f"| {row['benchmark']} | {row['naive']} | {row['runtime']} | {row['hts-nospec']} | {row['hts']} "
+              f"| {row['naive_over_hts']:.2f} | {'yes' if row['memory_matches_sequential'] else 'NO'} |"
+              for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,117 @@
+"""``hts explore``: configuration keys swept over programs, on Dask."""
+
+import argparse
+import csv
+import io
+import json
+import sys
+
+from hts.base.errors import HTSError
+from hts.flows.fanout import add_arguments as add_fanout_arguments
+
+from .arguments import add_config, nonnegative_int, read_text, system, to_stderr
+from .command import Command
+
+MAX_RANDOM_PROGRAMS = 10_000      # hts explore --random
+
+
+def _random_program_count(text: str) -> int:
+    # Every program is held in memory and is a point of its own: a bound keeps a typo from
+    # asking for unbounded memory.
+    value = nonnegative_int(text)
+    if value > MAX_RANDOM_PROGRAMS:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_RANDOM_PROGRAMS}, got {value}")
+    return value
+
+
+def _add_arguments(parser):
+    add_config(parser)
+    parser.add_argument("programs", nargs="*", metavar="PROG.s", help="assembly programs, each a point of its own")
+    parser.add_argument("--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
+                        help="a key to sweep, with its values or a power-of-two range (repeatable): section.name "
+                             "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
+                             "accelerators.CLASS.FIELD for one")
+    parser.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
+    parser.add_argument("--random", type=_random_program_count, default=0, metavar="N",
+                        help="also N random programs of one process (hts.cosim.progen, seeds 0 to N-1, three items "
+                             "in ten a speculated loop), named random/SEED")
+    parser.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
+    add_fanout_arguments(parser)
+    parser.add_argument("--within", type=float, default=5.0, metavar="PCT",
+                        help="report the cheapest point within PCT%% of the best cycles (default 5)")
+    parser.add_argument("--csv", metavar="FILE", help="write the rows as CSV")
+    parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
+    parser.add_argument("--plot", metavar="FILE.png", help="Pareto front of cycles against LUT4 sites (with --synth)")
+
+
+def _print_rows(columns, rows):
+    widths = {name: max([len(name), *(len(str(row.get(name, ""))) for row in rows)]) + 2 for name in columns}
+    print(f"{'point':<{widths['point']}}" + "".join(f"{name:>{widths[name]}}" for name in columns[1:]))
+    for row in rows:
+        print(f"{row['point']:<{widths['point']}}"
+              + "".join(f"{str(row.get(name, '')):>{widths[name]}}" for name in columns[1:]))
+
+
+def _print_cheapest(args, programs, outcomes):
+    from hts.flows.explore import cheapest_within
+    for program in programs:
+        best = cheapest_within(outcomes, args.within, program)
+        if best:
+            cost = f"{best.row['lut_sites']} LUT4 sites" if args.synth else "smallest swept values (no synthesis)"
+            print(f"{program}: cheapest within {args.within:g}% of the best cycles: {best.point.label()} "
+                  f"({best.row['cycles']} cycles; {cost})")
+
+
+def _write_files(args, keys, header, rows, failed):
+    from hts.base.output import atomic_path
+    if args.csv:
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, header, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        with atomic_path(args.csv) as tmp:
+            tmp.write_text(buffer.getvalue())
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            tmp.write_text(json.dumps({"keys": keys, "rows": rows,
+                                       "failed": [{"point": o.point.label(), "program": o.point.program,
+                                                   "error": o.error} for o in failed]}, indent=1))
+
+
+def run(args) -> int:
+    from hts.flows.explore import COLUMNS, SYNTH_COLUMNS, SweepSpec, explore, load_sweep, parse_key, pareto_front, \
+        points, random_programs
+    from hts.flows.plots import plot_explore
+    base = system(args.config)
+    spec = load_sweep(args.sweep) if args.sweep else SweepSpec({}, {})
+    keys = {**spec.keys, **dict(parse_key(text) for text in args.key or [])}
+    programs = {**spec.programs, **{path: read_text(path) for path in args.programs},
+                **random_programs(base, args.random)}
+    if not keys or not programs:
+        raise HTSError("hts explore needs at least one --key (or a --sweep file with keys) and one program "
+                       "(or --random N)")
+    result = explore(points(base, SweepSpec(keys, programs), args.synth), args.scheduler, args.workers,
+                     progress=to_stderr)
+    columns = ["point", *COLUMNS, *(SYNTH_COLUMNS if args.synth else ())]
+    rows = [{"point": o.point.label(), **dict(o.point.values), **o.row} for o in result.outcomes if o.row]
+    failed = [o for o in result.outcomes if o.error]
+    _print_rows(columns, rows)
+    for outcome in failed:
+        print(f"FAILED {outcome.point.label()} {outcome.point.program}: {outcome.error}", file=sys.stderr)
+    print(f"reused {result.reused} of {len(result.outcomes)} points from the cache "
+          f"({result.jobs_reused} of {result.jobs} jobs)")
+    _print_cheapest(args, programs, result.outcomes)
+    _write_files(args, keys, ["point", *keys, *columns[1:]], rows, failed)
+    if args.plot and rows:
+        front = {(o.point.label(), program) for program in programs for o in pareto_front(result.outcomes, program)}
+        plot_explore(rows, front, args.plot, f"hts explore on {base.source}")
+    return 1 if failed else 0
+
+
+EXPLORE = Command(
+    "explore", help="sweep configuration keys over programs on Dask: table, CSV/JSON, Pareto PNG",
+    description="Design-space exploration: every combination of the swept configuration values, on every "
+                "program, runs the cycle model (and with --synth the ECP5 synthesis) as a Dask task, on a "
+                "LocalCluster here or on --scheduler's cluster. Finished points are cached ($HTS_EXPLORE_CACHE) "
+                "and reused.",
+    add_arguments=_add_arguments, run=run)

@@ -1,0 +1,52 @@
+"""``hts verilog``: an RTL block as linted Verilog, and the SoC wrapper."""
+
+import sys
+
+from hts.base.errors import HTSError
+
+from .arguments import add_config, system
+from .command import Command
+
+
+def add_block_argument(parser):
+    from hts.flows.synth import default_block
+    parser.add_argument("--block", metavar="NAME", help=f"RTL block (default: {default_block()})")
+
+
+def _add_arguments(parser):
+    add_config(parser)
+    add_block_argument(parser)
+    parser.add_argument("-o", "--output", metavar="FILE.v", required=True, help="Verilog file to write")
+    parser.add_argument("--soc-top", metavar="FILE.v",
+                        help="with --block axi_hts: also write module hts_axi_top, the scheduler with SoC port "
+                             "names (s_axi_control_*, aclk, aresetn, interrupt) and Vivado interface attributes")
+
+
+def run(args) -> int:
+    from hts.flows.synth import default_block, module_name, write_verilog
+    config = system(args.config)
+    block = args.block or default_block()
+    if args.soc_top and block != "axi_hts":
+        raise HTSError(f"--soc-top wraps the block axi_hts, not {block!r} (add --block axi_hts)")
+    warnings = write_verilog(config, block, args.output)
+    for warning in warnings:
+        print(warning, file=sys.stderr)
+    lint = f"{len(warnings)} Verilator warning(s)" if warnings else "lints clean"
+    print(f"{block} on {config.source}: module {module_name(block)} -> {args.output} ({lint})")
+    if args.soc_top:
+        from hts.flows.soc_top import SOC_TOP, write_soc_top
+        write_soc_top(args.output, args.soc_top)
+        print(f"SoC top: module {SOC_TOP} (AXI4-Lite s_axi_control, aclk, aresetn, interrupt) -> {args.soc_top}")
+    return 0
+
+
+def _description() -> str:
+    from hts.flows.synth import LINT_WAIVERS
+    return ("Convert an RTL block, sized by the configuration, to Verilog (module hts_BLOCK) and lint it with "
+            "`verilator --lint-only -Wall`, leaving out the warnings Amaranth's output always gives ("
+            + ", ".join(LINT_WAIVERS) + "). Other warnings are printed; on a lint error nothing is written.")
+
+
+VERILOG = Command(
+    "verilog", help="write an RTL block as Verilog and lint it with Verilator",
+    description=_description(), add_arguments=_add_arguments, run=run)
