@@ -1,16 +1,5 @@
-"""Accelerator shell (the homogeneous interface of the HTS paper's Figure 4) and a latency core.
-
-Every instance sits behind the same :class:`AcceleratorShell`: the scheduler delivers a
-task on a valid/ready stream, reads back the busy and done status, grants the done task
-the CDB (the instance is free from the next cycle), aborts a squashed task, gates the
-power and retargets the output of a resolved speculative task (docs/microarchitecture.md,
-"Retarget"). The core inside computes; it fetches and writes its data through its own
-memory master port (its DMA engine, :func:`hts.hdl.interfaces.dma_signature`), and
-writes its output back over the last cycles of its run, reading the output base only
-from then on.
-
-:class:`LatencyCore` is the timing stand-in of the cycle model (``TableLatency`` of
-``hts.models.timing``): it takes exactly its class's configured latency and moves no data.
+"""Accelerator shell (the HTS paper's Figure 4) and :class:`LatencyCore`, the model's timing
+stand-in (docs/microarchitecture.md, "Accelerator shells and cores").
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -28,22 +17,25 @@ __all__ = ["AcceleratorShell", "LatencyCore"]
 
 
 def writeback_cycles(config: SystemConfig, out_blocks):
-    """Cycles to write ``out_blocks`` back over the port: ``transfer_cycles`` of the model,
-    a shift, as the beat divides the block (the copy-back engine refuses other systems)."""
+    """Cycles to write ``out_blocks`` back (the model's ``transfer_cycles``): a shift, as the beat divides the block."""
     beats = out_blocks << (beats_per_block(config).bit_length() - 1)
     return Mux(out_blocks == 0, 1, beats)
 
 
 class LatencyCore(wiring.Component):
-    """A core that finishes exactly ``config.accelerators[class_index].latency`` cycles after start.
+    """A core that is ``done`` exactly its class's latency after its start, and moves no data.
 
-    A task started in cycle *t* (the cycle after its grant) is ``done`` in cycle *t +
-    latency*, when the cycle model's ``Running.finishes`` is, and takes its CDB ticket then. Its write-back
-    is the last ``writeback_cycles(out_blocks)`` cycles of the latency: ``writeback`` is
-    high in every cycle *t'* with *t + latency − t'* ≤ that count, the complement of the
-    model's "retargetable while running" test. Ports:
-    :func:`~hts.hdl.interfaces.core_signature`. It moves no data: its DMA port never
-    requests.
+    ``writeback`` is high in cycle *t'* when *start + latency − t'* ≤ ``writeback_cycles``.
+
+    Parameters
+    ----------
+    config : SystemConfig
+    class_index : int
+
+    Attributes
+    ----------
+    start, task, record, writes, release, done, writeback, dma
+        :func:`~hts.hdl.interfaces.core_signature`; ``dma`` never requests.
     """
 
     def __init__(self, config: SystemConfig, class_index: int):
@@ -70,9 +62,8 @@ class LatencyCore(wiring.Component):
             self.dma.write.eq(0),
         ]
         m.d.sync += done.eq(running & (remaining <= 1))
-        # The count and the write-back's length are loaded in every idle cycle, the start's
-        # among them, so that only ``running`` (and a one-cycle core's ``done``) waits for
-        # the dispatch grant behind ``start``.
+        # The count and the write-back's length load in every idle cycle, so that only
+        # ``running`` (and a one-cycle core's ``done``) waits for the grant behind ``start``.
         with m.If(~running):
             m.d.sync += [writeback_from.eq(cycles_to_write),
                          remaining.eq(latency - mutable("latency_one_late", 1, 0))]
@@ -90,58 +81,34 @@ class LatencyCore(wiring.Component):
 class AcceleratorShell(wiring.Component):
     """The interface every accelerator instance presents to the scheduler (Figure 4).
 
-    Task delivery and status:
+    Parameters
+    ----------
+    config : SystemConfig
+    core : wiring.Component
+        Its core (:func:`~hts.hdl.interfaces.core_signature`), a submodule.
 
-    - ``task`` (in, stream of ``granted_task_layout``, from the dispatch arbiter): the
-      grant, with the task's tag and mask. ``ready`` is high when the shell is idle and
-      powered; a handshake in cycle *t* makes the shell busy from *t + 1*, and the task
-      starts then;
-    - ``delivered``, ``record`` (in, from the dispatch arbiter): the task accepted last
-      cycle, with its physical (remapped) regions, pid and pc, and its task ID and
-      metadata, which the core gets as it starts (meaningless in other cycles);
-    - ``busy`` (out, to the top level): a task is held, from the cycle after acceptance
-      until the cycle of its grant or abort included;
-    - ``current`` (out, to the top level and the squash logic, ``held_task_layout``): what
-      the shell holds of its task (while ``busy``), with the updates below applied: its
-      tag for the broadcast, its mask for the squash's aborts, pid and pc for the trace,
-      its output region; in the start cycle pid, pc and region come from ``delivered``.
-      The rest of the task goes to the core with ``start`` only;
-    - ``writes`` (out, to the core and the environment, combinational): the output region
-      the core writes to in this cycle: the held task's with this cycle's retarget
-      applied, so that a write in the retarget's cycle, or a completion granted in it,
-      goes home (meaningless while idle);
-    - ``done`` (out, to the CDB as ``finished``): the task has finished and waits for its
-      grant; the core's ``done``;
-    - ``granted`` (in, from the CDB): the done task is granted this cycle (and broadcast
-      the next); the shell is idle from the clock edge, and the ASR offers the instance
-      again after the broadcast. Ignored unless ``done``;
-    - ``abort`` (in, from the squash logic): drop the held task; the core stops at once
-      (or does not start), the shell is free at the clock edge. It does not touch a task
-      accepted in the same cycle (the squash removes station tasks before they dispatch);
-    - ``power_enable`` (in, from the power manager): low gates the core's clock, which
-      this model reduces to refusing tasks (``ready`` low). A busy core is not stopped:
-      the cycle model has no power management, so the manager gates idle instances only;
-    - ``dma`` (out, to the memory interconnect): the core's master port
-      (:func:`~hts.hdl.interfaces.dma_signature`), passed through.
-
-    Updates of the held task (land at the clock edge, and apply as well to a task
-    accepted in the same cycle, as the model's end-of-cycle effects apply to a task
-    dispatched in that cycle):
-
-    - ``confirm`` (in, from the branch unit): speculation bits to clear from the task's
-      mask (confirmed branches), so the squash never aborts it for a reused ID;
-    - ``retarget`` (in, from the copy-back engine): ``valid`` and the output ``base`` the
-      task writes instead (home, same size). Allowed until the cycle in which the core
-      starts writing back (the copy-back engine's test is a cycle old; ``writes`` carries
-      the new base in that cycle already): a retarget after it (or with no task) is
-      ignored and flagged on ``retarget_refused``. In the grant's cycle the shell has no
-      region yet: the tracker's entry takes the retarget, and ``delivered`` carries it;
-    - ``writeback_started`` (out, to the copy-back engine): the core writes, or has
-      written, its output; the output base is frozen from the next cycle on;
-    - ``retarget_refused`` (out): this cycle's retarget is ignored.
-
-    The core (:func:`~hts.hdl.interfaces.core_signature`, e.g. a :class:`LatencyCore`) is
-    a submodule, ``core``.
+    Attributes
+    ----------
+    task : In(stream of granted_task_layout)
+        From the arbiter: the grant (tag, mask); ready while idle; busy from the next cycle.
+    delivered, record : In
+        From the arbiter: the task accepted last cycle, which starts now, and its record.
+    busy, done : Out
+        A task is held (until its grant or abort, included); it has finished (to the CDB).
+    current : Out(held_task_layout)
+        What the shell holds: tag, mask, pid, pc, output region.
+    writes : Out
+        The output region the core writes now, this cycle's retarget applied.
+    granted, abort : In
+        From the CDB, the squash: the task leaves at the edge (an abort stops the core).
+    power_enable, confirm : In
+        Low refuses tasks; IDs cleared from the held mask.
+    retarget : In(retarget_layout)
+        The output's new base, accepted from the grant to the core's first write-back cycle.
+    writeback_started, retarget_refused : Out
+        The core writes or has written its output; this cycle's retarget is ignored.
+    dma : Out(dma_signature)
+        The core's master port, passed through.
     """
 
     def __init__(self, config: SystemConfig, core: wiring.Component):
@@ -190,15 +157,13 @@ class AcceleratorShell(wiring.Component):
         ]
 
         # ``current``: the register, but in the start cycle pid, pc and region, which
-        # come from the tracker's entry. The held task means something only while
-        # ``busy``: no reset (record_register, hdl/primitives.py).
+        # come from the tracker's entry. No reset: it means something only while ``busy``.
         held = record_register(m, self.current, "held_task")
         with m.If(starting):
             m.d.comb += [getattr(self.current, name).eq(getattr(self.delivered, name))
                          for name in ("pid", "pc", "writes")]
-        # The task held from the edge on, with the updates that land there. An idle shell
-        # takes whatever tag and mask are offered, accepted or not, so the multiplexer is
-        # chosen by a register and not by the dispatch grant behind ``accepting``.
+        # An idle shell takes whatever tag and mask are offered, accepted or not, so the
+        # multiplexer is chosen by a register, not by the grant behind ``accepting``.
         kept = Signal.like(self.current)
         m.d.comb += kept.eq(self.current)
         with m.If(~self.busy):

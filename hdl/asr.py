@@ -1,16 +1,7 @@
-"""Accelerator status register: one busy bit per accelerator instance.
+"""Accelerator status register: one busy bit per accelerator instance (``hts.models.asr``).
 
-RTL of ``hts.models.asr``; see docs/microarchitecture.md for its timing. An instance is
-busy from the cycle a task is dispatched to it until its completion is broadcast on the
-CDB or it is aborted; both land at the end of the cycle, so an instance freed in cycle
-*t* is offered again in cycle *t + 1*. The running task itself is held by the
-instance's accelerator shell (``hts.hdl.accelerator``), not here.
-
-Instances are numbered flat, class-major: the ``count`` instances of class 0 first, then
-those of class 1, and so on (:func:`hts.hdl.interfaces.flat_instance`). Every
-per-instance bit vector of the design (``release`` here, ``finished``/``abort``/``grant``
-of the CDB) uses this order, so ordering flat indices is ordering by (class, instance),
-as the CDB's tickets need.
+Instances are numbered flat, class-major (:func:`hts.hdl.interfaces.flat_instance`), so
+ordering flat indices orders by (class, instance), as the CDB's tickets need.
 """
 
 from amaranth.hdl import Cat, Module
@@ -29,23 +20,18 @@ __all__ = ["AcceleratorStatus"]
 class AcceleratorStatus(wiring.Component):
     """Busy bits of every instance, with a lowest-free-instance search per class.
 
-    Look-ups (combinational, on the busy bits registered at the start of the cycle):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``free_instance`` (out, to the dispatch arbiter): per class, the lowest free
-      instance (within the class, not flat); meaningful when ``has_free`` is set;
-    - ``has_free`` (out, to the dispatch arbiter): per class, whether any instance is free.
-
-    Updates (registered, land at the clock edge):
-
-    - ``occupy`` (in, from the dispatch arbiter): per class, ``valid`` and the
-      ``instance`` (within the class) a task is dispatched to; it must be free;
-    - ``release`` (in, from the CDB's broadcast and the squash's aborts): one bit per flat
-      instance to free. An instance is never occupied and released in one cycle: only
-      free instances are occupied, and only busy ones released.
-
-    State read by other blocks:
-
-    - ``busy`` (out): one bit per flat instance.
+    Attributes
+    ----------
+    free_instance, has_free : Out, per class
+        The lowest free instance (numbered within the class), and whether there is one.
+    occupy : In, per class
+        From the dispatch arbiter: the instance a task goes to, busy from the edge.
+    release, busy : In, Out, per flat instance
+        Instances freed at the edge (broadcast, aborted); the busy bits.
     """
 
     def __init__(self, config: SystemConfig):

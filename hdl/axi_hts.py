@@ -19,14 +19,20 @@ __all__ = ["AxiHTS"]
 class AxiHTS(wiring.Component):
     """:class:`hts.hdl.hts.HTS` with :class:`hts.hdl.control.AxiLiteControl` on its CPU port.
 
-    - ``s_axi`` (in, :func:`hts.hdl.axi_lite.axi_lite_signature`, from the SoC's
-      interconnect): the control registers (``hts.hdl.control.REGISTERS``);
-    - ``irq`` (out, registered): level interrupt for process ends and faults;
-    - ``branch_read``, ``copyback_tm``, ``copyback_home``, ``accel_dma``, ``events``: the
-      scheduler's memory and trace ports, passed through (``hts.hdl.hts.HTS``).
+    Parameters
+    ----------
+    config : SystemConfig
+    core : callable
+        Builds each instance's core, as for ``HTS``.
 
-    ``core`` builds each instance's core, as for ``HTS``. ``scheduler`` is the wrapped
-    ``HTS``, public for tests and the synthesis report.
+    Attributes
+    ----------
+    s_axi, irq : In, Out
+        The control registers (``hts.hdl.control.REGISTERS``) and their level interrupt.
+    branch_read, copyback_tm, copyback_home, accel_dma, events
+        The scheduler's memory and trace ports, passed through.
+    scheduler, control : wiring.Component
+        The wrapped ``HTS`` and the control block.
     """
 
     def __init__(self, config: SystemConfig, core=LatencyCore):

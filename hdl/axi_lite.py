@@ -1,11 +1,4 @@
-"""AXI4-Lite: the bus signature and a subordinate that turns it into register strobes.
-
-The subordinate handles the handshakes (AMBA AXI4-Lite, ARM IHI 0022): address and data
-of a write may arrive in either order or together; a write is performed once both are
-held and its response channel is free; a read is answered in the cycle after its
-address is taken. Whatever owns the registers sees one strobe per access and answers
-combinationally whether it is an error (``SLVERR``).
-"""
+"""AXI4-Lite (AMBA, ARM IHI 0022): the bus signature and a subordinate giving register strobes."""
 
 from amaranth.hdl import Module, Signal
 from amaranth.lib import wiring
@@ -29,20 +22,20 @@ def axi_lite_signature(addr_width: int) -> wiring.Signature:
 
 
 class AxiLiteSubordinate(wiring.Component):
-    """AXI4-Lite subordinate with register strobes on the other side.
+    """AXI4-Lite subordinate with register strobes on the other side; one access of each kind open.
 
-    - ``bus`` (in, :func:`axi_lite_signature`, from the manager): the AXI4-Lite port;
-      ready and response signals are registered;
-    - ``write`` (out, one cycle, to the register map): perform a write of ``write_data``
-      with byte strobes ``write_strb`` at ``write_addr`` (all registered, held from the
-      handshakes); ``write_error`` (in, combinational in that cycle) makes its response
-      ``SLVERR``, and the map must then change nothing;
-    - ``read`` (out, one cycle, combinational from the address handshake): a read of
-      ``read_addr``; ``read_data`` and ``read_error`` (in, combinational) are registered
-      into the read data channel.
+    Parameters
+    ----------
+    addr_width : int
 
-    A write takes two cycles from its last handshake to its response, a read one; one
-    access of each kind is open at a time.
+    Attributes
+    ----------
+    bus : In(axi_lite_signature)
+        The AXI4-Lite port; ready and response signals are registered.
+    write, write_addr, write_data, write_strb, write_error : Out, Out, Out, Out, In
+        One cycle, once address and data are held: a write; ``SLVERR`` changes nothing.
+    read, read_addr, read_data, read_error : Out, Out, In, In
+        One cycle, with the address handshake: a read, answered the cycle after.
     """
 
     def __init__(self, addr_width: int):

@@ -1,131 +1,7 @@
-"""Branch unit: every pending ``if``, its memory read and its resolution.
+"""Branch unit: every pending ``if``, its memory read, its resolution and its squash.
 
-RTL of ``hts.models.branch_unit`` as ``models/hts.py`` drives it: allocation at decode
-(the end of ``_decode_branch``), resolution (``_resolve_branches`` with ``_squash`` and
-``_confirm``), the end-of-cycle updates (``_end_of_cycle``: a bus-read branch whose last
-writer is released starts its read, confirmed bits leave the masks, the IDs freed go
-back to decode's pool; ``_apply_retarget``), and the per-process state decode reads
-(``ProcessContext.blocked`` and the branch part of ``drained``). See
-docs/microarchitecture.md, steps 3 and 10 of "One cycle" and *Misprediction*. Decode
-(``hts.hdl.decode``) owns the speculation-ID pool, the masks and the checkpoints.
-
-**Slots.** At most ``hts.spec_ids`` speculated branches are pending at once (one per
-speculation ID), and at most one unspeculated branch per process (it stops its process's
-decode until it resolves, and its slot is free again at the edge of that cycle). So slot
-``i < spec_ids`` holds the speculated branch with ID ``i``, and slot ``spec_ids + p`` the
-unspeculated branch of process ``p``: the slot index is the ID (no ID or "speculated"
-field, no free-slot search; the checkpoint slot is the slot index) and ``blocked[p]`` is
-one valid bit. Only the per-process slots can hold an RR branch (RR is never
-speculated), so only they keep X.
-
-**Age without an age matrix.** Within a process, a speculated branch is older than
-another exactly when its ID is in the other's ``mask`` (a branch's mask is the set of its
-process's older pending speculated branches), and the unspeculated branch, if any, is the
-youngest (nothing decodes behind it). That is all the ordering the model's per-process
-list gives: a mispredicted branch's squash, the cycle after its resolution, removes every
-branch whose mask holds its ID, and a younger branch due in the cycle of the
-misprediction neither reports nor acts (``branch.mask & doomed`` in the model). The model
-emits the ``branch`` events of one cycle by pid, then by age: the number of bits in
-``mask``.
-
-**The writers search.** Decode hands over a memory branch as MR with its block
-translated. The next cycle (at most one slot is that new: decode takes one instruction
-per cycle) the slot's block, from a register, is searched in the memory tracker; the
-writers it finds, the CDB's broadcast aside, make it BR and are what it waits for
-(``PendingBranch.search``). So no cycle does both the TLB's and the tracker's search.
-
-**Memory reads** (one lane per slot; lane ``i`` belongs to slot ``i``). A read starts in
-the cycle the model fixes ``resolves_at``: an MR branch in its search cycle, a BR branch
-in the cycle its last awaited tag is released (``broadcast``), its search cycle included
-when its writers are all being squashed. In that cycle ``read_valid[i]`` is set with
-``read_block[i]`` (both combinational: from the search, or from ``broadcast``),
-and the memory answers exactly ``timing.memory_latency`` cycles later on
-``read_data[i]``, in the slot's compare cycle. With a latency of 1 this is a block
-RAM's synchronous read port (address in cycle *s*, data in *s + 1*); a longer latency
-adds pipeline registers. The word must be the block's first word as it stands in the
-compare cycle, after that cycle's completions, which is when the model reads it; under
-the model's rules only a write by another process, which the branch does not wait for,
-could land between request and answer. Every slot may start a read in the same cycle
-(one released tag can wake every branch waiting on it) and every slot may resolve in
-the same cycle, as in the model: the cost is ``spec_ids + processes`` read lanes and as
-many 32-bit comparators. Fewer lanes would serialise reads, which the model would have
-to do too (microarchitecture.md, *Open points*).
-
-**The compare is registered.** Every slot compares its operands every cycle (the read
-lane's word, or X for RR) into ``compared``; a branch resolves the cycle after its
-compare (``hts.models.branch_unit.OUTCOME_DELAY``): RR two cycles after decode, a
-memory branch ``timing.memory_latency + 1`` cycles after its read starts. So the
-32-bit compare and the resolution that fans out to every queue are in different cycles.
-Whether a slot is due is a register too (``_ready``: its timer run out, no writer
-awaited, no search), set a cycle ahead from the slot's own state, so the resolution
-starts from flip-flops, and the tracker search's result reaches the slot's waits and
-the read request but not its timer.
-
-Ports. From decode (lands at the edge):
-
-- ``alloc`` (in, ``hts.hdl.interfaces.branch_layout``): an ``if`` decoded this cycle, with
-  its captured operands, physical block, target (saturated at ``program_words``),
-  speculation ID and mask. Its block is ignored for RR (the model keeps 0 there), and is
-  the TLB's translation with this cycle's retarget already applied (``hts.hdl.tlb``'s
-  ``branch_phys``); it gets this cycle's ``confirm``.
-
-The tracker (the cycle after a memory branch's decode):
-
-- ``search_block`` (out, registered): the block of the memory branch decoded last cycle,
-  as its slot holds it; ``writers`` (in, combinational): the tags writing it, the
-  CDB's broadcast aside.
-
-From the top level (land at the edge):
-
-- ``broadcast`` (in): every tag released this cycle (CDB grants, squashed and aborted
-  tasks), cleared from every ``waits``;
-- ``retarget``, ``retarget_tm``, ``retarget_home`` (in, from the copy-back engine): a
-  slot whose block lies in the TM region reads the home block instead (not the slot
-  filled now: see ``alloc``). A read under way
-  is never retargeted (asserted): its block's producer is done, and a done producer is
-  not retargetable.
-
-Memory (see above): ``read_valid``, ``read_block`` (out), ``read_data`` (in).
-
-Resolution (combinational, in the resolution cycle):
-
-- ``resolving``, ``taken`` (out, per slot): the slot's branch resolves now (no squash
-  removes it now, and no older branch of its process is mispredicted now), and whether
-  it is taken. With ``entries`` this is the trace's ``branch`` event (pid, pc, kind;
-  ``spec_id`` is the slot index below ``spec_ids``, else null);
-- ``confirm`` (out, to decode, window, stations, accelerators, TLB): IDs predicted right,
-  cleared from every mask at the edge (here too).
-
-The squash (registered: the misprediction of the cycle before; the slot went at that
-edge, its record stays until its ID is free again, for the trace):
-
-- ``squash`` (out, same users; the TLB's ``drop``): IDs mispredicted last cycle; their
-  tasks are killed at once. This unit removes the process's younger branches (the edge);
-- ``squash_next`` (out, to the window and the stations; combinational): the IDs
-  mispredicted now, i.e. next cycle's ``squash``, so that those queues register which
-  entries it will remove;
-- ``restore`` (out, per process, ``hts.hdl.interfaces.restore_layout``): GPRs and loop
-  stack come back from checkpoint ``slot``, the mask becomes the branch's ``mask``, and
-  the process does not decode in this cycle (the model's ``resume_at``);
-- ``freed_ids`` (out, to decode's pool): IDs free again after the edge: confirmed,
-  squashed, and those of the younger branches removed;
-- ``redirect``, ``redirect_pc`` (out, per process, to the task queue): an unspeculated
-  taken branch (now) or a squash sends fetch to the target; never both, since the squash
-  removes the unspeculated branch, the youngest of its process.
-
-Nothing decided by a compare leaves this unit in the cycle of the compare; a
-resolution leaves it as ``confirm``, ``taken`` and ``resolving`` and ``squash_next``,
-while the squash's kill in window, stations and shells, and the restore in decode's
-pick, start from registers a cycle later.
-
-State (registered, start of the cycle):
-
-- ``blocked`` (out, per process): it has an unspeculated pending branch, so it does not
-  decode (in the cycle that branch resolves too, as the model's ``resume_at`` wants);
-- ``pending`` (out, per process): it has a pending branch or a squash (so it is not drained);
-- ``valid``, ``entries`` (out, :func:`slot_layout`): the slots;
-- ``reads_tm`` (out, to the TLB's ``tm_idle``): some memory branch pending at the start
-  of the cycle reads a TM block.
+RTL of ``hts.models.branch_unit`` (docs/microarchitecture.md, "Branches: the branch
+unit"). Decode owns the speculation-ID pool, the masks and the checkpoints.
 """
 
 from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
@@ -144,14 +20,8 @@ __all__ = ["BranchUnit", "slot_layout"]
 
 
 def slot_layout(config: SystemConfig) -> data.StructLayout:
-    """A pending branch in its slot (``hts.models.branch_unit.PendingBranch``).
-
-    ``target``: pc + C, saturated at ``program_words``. ``block``: physical block read (0
-    for RR, as in the model). ``waits``: writers not yet released (BR). ``timer``: once
-    ``waits`` is empty, cycles left before the resolution cycle (the read, then the
-    registered compare); ``memory_latency`` while a memory branch searches or waits, so
-    that waking loads nothing. ``mask``: the IDs the branch is itself under. ``x`` is
-    kept in the per-process slots only.
+    """A pending branch in its slot (``hts.models.branch_unit.PendingBranch``): ``timer`` counts
+    to the resolution once ``waits`` is empty, holding ``memory_latency`` until then.
     """
     widths, hts = config.widths, config.hts
     return data.StructLayout({
@@ -183,7 +53,40 @@ def _branch_taken(m: Module, cond, x, y, name: str) -> Signal:
 
 
 class BranchUnit(wiring.Component):
-    """``hts.spec_ids`` speculated and ``hts.processes`` unspeculated branch slots; see the module doc."""
+    """``hts.spec_ids`` speculated and ``hts.processes`` unspeculated branch slots.
+
+    Slot ``i < spec_ids`` holds the branch speculated with ID ``i``, slot ``spec_ids + p``
+    the unspeculated branch of process ``p``; each slot has a memory read lane.
+
+    Parameters
+    ----------
+    config : SystemConfig
+
+    Attributes
+    ----------
+    alloc : In(branch_layout)
+        From decode: the ``if`` decoded now, its block translated; it lands at the edge.
+    search_block, writers : Out (registered), In
+        The tracker search for last cycle's memory branch, and the tags writing its block.
+    broadcast : In
+        Tags released this cycle, cleared from every slot's ``waits`` at the edge.
+    retarget, retarget_tm, retarget_home : In
+        A held block in ``retarget_tm`` moves to ``retarget_home`` at the edge.
+    read_valid, read_block, read_data : Out, Out, In, per slot
+        A read of a block's first word, answered ``timing.memory_latency`` cycles later.
+    resolving, taken, confirm : Out
+        Per slot, it resolves now and is taken (the trace's ``branch``); IDs predicted right.
+    squash, squash_next : Out
+        IDs mispredicted last cycle (registered: their tasks go now), and now.
+    freed_ids : Out
+        To decode's pool: IDs confirmed, squashed, or removed by a squash.
+    redirect, redirect_pc, restore : Out, per process
+        Fetch goes to a taken target; GPRs, loop stack and mask come back (registered).
+    blocked, pending : Out, per process
+        An unspeculated branch is pending (no decode); any branch or squash is.
+    reads_tm, valid, entries : Out
+        A pending memory branch reads TM; the slots (:func:`slot_layout`).
+    """
 
     def __init__(self, config: SystemConfig):
         hts, widths = config.hts, config.widths
@@ -225,7 +128,6 @@ class BranchUnit(wiring.Component):
         return self._spec_ids + pid
 
     def _belongs(self, slot: int, pid: int) -> Value:
-        """Whether ``slot`` holds a branch of process ``pid`` (its validity aside)."""
         if slot < self._spec_ids:
             return self.entries[slot].pid == pid
         return Value.cast(slot == self._process_slot(pid))
@@ -243,8 +145,7 @@ class BranchUnit(wiring.Component):
         return m
 
     def _resolve(self, m: Module):
-        """Which slots resolve now and how, which IDs go free, which slots last cycle's
-        misprediction removes; returns the IDs mispredicted now and the removed slots."""
+        """Resolution and squash; returns the IDs mispredicted now and the slots removed now."""
         spec_ids = self._spec_ids
         # Last cycle's mispredictions squash now: every slot under one goes, due or not.
         killed = [wire(m, self.valid[slot] & mutable("branch_squash_spares_nested",
@@ -281,11 +182,6 @@ class BranchUnit(wiring.Component):
         return mispredicting, killed
 
     def _per_process(self, m: Module, mispredicting):
-        """Blocking, pending, redirect and restore of each process.
-
-        A misprediction is registered with what its squash needs next cycle: the restore
-        (checkpoint slot, and the branch's mask less this cycle's confirm) and the target.
-        """
         spec_ids = self._spec_ids
         for pid in range(self._processes):
             own = self._process_slot(pid)
@@ -313,8 +209,7 @@ class BranchUnit(wiring.Component):
             ]
 
     def _arrival(self, m: Module):
-        """The slot decode fills, the record it lands as (before the retarget), and the
-        tracker search it makes next cycle if it reads memory."""
+        """The slot decode fills, its record before the retarget, and its search next cycle."""
         new, spec_ids = self.alloc, self._spec_ids
         register_read = new.kind == BranchKind.RR
         arrival = Signal(self._layout)
@@ -350,16 +245,14 @@ class BranchUnit(wiring.Component):
         return allocated, arrival
 
     def _retargeted(self, m: Module, block, name: str) -> tuple[Signal, Value]:
-        """Whether this cycle's retarget moves ``block``, and where it goes."""
         tm, home = self.retarget_tm, self.retarget_home
         hit = wire(m, self.retarget & (block >= tm.base) & (block < tm.base + tm.blocks), name)
         return hit, Mux(hit, block - tm.base + home.base, block)
 
     def _ready_next(self, m: Module, slot: int, entry):
-        """The slot's ``_ready`` bit, registered a cycle ahead from its own state: a slot
-        filled now starts its timer at 1 or more, and a waiting one holds its start value
-        (``memory_latency``, at least 1), so only a slot at 1 or 0 that waits for nothing
-        is ready next."""
+        """The slot's ``_ready`` bit a cycle ahead: a slot filled now starts its timer at 1 or more,
+        a waiting one holds it, so only a slot at 1 or 0 waiting for nothing is ready next.
+        """
         waiting = self._searching[slot] | entry.waits.any()
         # Invariants of the state, so not in the reset cycle, whose state may be anything.
         settled = ResetSignal() | ~self.valid[slot]
@@ -370,9 +263,7 @@ class BranchUnit(wiring.Component):
                             "a waiting slot's timer left its start value")]
 
     def _update_slots(self, m: Module, killed, allocated, arrival):
-        """Next state of every slot, its memory read, and whether TM is still read."""
-        # A slot's record means something only while its valid bit is set: no reset
-        # (record_register, hdl/primitives.py).
+        # No reset: a record means something only while its slot is valid.
         records = record_register(m, self.entries, "slot_records")
         found = wire(m, self.writers & ~self.broadcast, "found_writers")
         for slot, entry in enumerate(self.entries):

@@ -1,8 +1,7 @@
 """The scheduler's control registers on AXI4-Lite: the CPU port as an SoC sees it.
 
-:data:`REGISTERS` is the register map, defined here once: the RTL decodes it, the
-testbench's driver (``hts.cosim.axi``) and the register test use it, and
-docs/hardware.md ("AXI4-Lite control") lists it, checked by a test.
+:data:`REGISTERS` is the register map, defined once: the RTL decodes it, the driver
+(``hts.cosim.axi``) and the tests use it, and docs/hardware.md lists it (checked).
 """
 
 from dataclasses import dataclass
@@ -77,15 +76,22 @@ def offset_of(name: str) -> int:
 class AxiLiteControl(wiring.Component):
     """The register map behind an AXI4-Lite subordinate, driving the scheduler's CPU port.
 
-    - ``bus`` (in, :func:`hts.hdl.axi_lite.axi_lite_signature`, from the SoC): the
-      control port, :data:`ADDR_BITS` address bits, full-word accesses only (a write
-      with a strobe other than ``0b1111`` gets ``SLVERR`` and changes nothing);
-    - ``cpu`` (out, :func:`hts.hdl.interfaces.cpu_signature`, to the scheduler): ``load``,
-      ``length``, ``window`` and ``start`` are registered one-cycle pulses made by
-      writes; ``running``, ``ended`` and ``fault`` feed the status registers;
-    - ``completed`` (in, from the top level): tasks the CDB grants this cycle;
-    - ``irq`` (out, registered): level interrupt, high while an enabled bit of
-      ``IRQ_STATUS`` is set.
+    Parameters
+    ----------
+    config : SystemConfig
+        Processes, program and memory sizes.
+
+    Attributes
+    ----------
+    bus : In(axi_lite_signature)
+        The control port: :data:`ADDR_BITS` address bits, full-word writes only.
+    cpu : Out(cpu_signature)
+        To the scheduler: ``load``, ``length``, ``window``, ``start`` as registered pulses;
+        ``running``, ``ended``, ``fault`` feed the status registers.
+    completed : In
+        Tasks the CDB grants this cycle.
+    irq : Out
+        Level interrupt, from registers: an enabled bit of ``IRQ_STATUS`` is set.
     """
 
     def __init__(self, config: SystemConfig):
@@ -131,8 +137,7 @@ class AxiLiteControl(wiring.Component):
         return m
 
     def _count_and_latch(self, m: Module, state: "_State"):
-        """Counters and sticky status, from the scheduler's outputs; returns this cycle's
-        interrupt events, in the bits of ``IRQ_STATUS``."""
+        """Counters and sticky status; returns this cycle's interrupt events, as ``IRQ_STATUS`` bits."""
         cpu, processes = self.cpu, self._config.hts.processes
         with m.If(cpu.start.any()):
             m.d.sync += [state.cycles.eq(0), state.tasks.eq(0)]

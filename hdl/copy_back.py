@@ -1,44 +1,7 @@
 """Copy-back engine: sends resolved TLB entries home, by retarget or by copy.
 
-RTL of ``CopyBackEngine`` (``models/copy_back.py``); see
-docs/microarchitecture.md, "One cycle", steps 4 and 9, and "Copy-back and retarget". The
-TLB (``hts.hdl.tlb``) chooses the candidates; this engine sequences them, tells the rest
-of the design about a retarget, and moves the data of a copy.
-
-Each cycle, independently:
-
-- **Retarget.** If the TLB offers a retarget candidate, it is retargeted: the ranges
-  are rewritten and the entry removed at the clock edge.
-- **Copy.** One copy is in progress at a time. A copy started in cycle *t* with
-  ``cycles`` = ⌈blocks × ``block_words`` / ``copyback_words_per_cycle``⌉ (at least 1,
-  the model's ``transfer_cycles``) finishes in cycle *t + cycles*, when its TLB entry is
-  removed (at the edge ending that cycle). In a cycle without a copy in progress, if a
-  copy is ``wanted`` and the TLB offers a candidate, it starts. The cycle in which a copy
-  finishes starts none, so the next may start at *t + cycles + 1*, as in the model.
-
-Data movement: beat ``k`` of a copy reads ``copyback_words_per_cycle`` words of the TM
-copy on ``tm_port`` and writes them to the same offset of the home region on
-``home_port``. Both ports speak :func:`hts.hdl.interfaces.dma_signature`; there are two
-because that protocol moves one beat per cycle in one direction, and a copy reads and
-writes one beat per cycle. Beat 0 is read in the start cycle, and a read response is
-written home in the cycle it arrives, so with an **always-ready memory** (``ready``
-always high, read data one cycle after the request) beat ``k`` is read in cycle *t + k*
-and written in *t + k + 1*, and the last write falls in *t + cycles*: exactly the model's
-timing. If the memory holds off a request or answers later, the copy finishes later; the
-cycle-for-cycle contract with the model holds only with an always-ready memory. Nothing
-else reads or writes the home region meanwhile (decode stalls on or remaps every access
-to it while the entry lives), so writing it beat by beat is as good as the model's
-single write at the end.
-
-Two combinational paths serve that timing: the TLB's copy choice drives the first TM
-read in the start cycle, and a read answer (``tm_port.rvalid``, ``rdata``) drives the
-home write (``home_port.write``, ``wdata``) in the cycle it arrives. The memory system
-must not make ``home_port.ready`` depend on ``tm_port``'s answer in the same cycle.
-
-TLB entries stay in their slots until removed, so the engine keeps the copied entry's
-slot (``copy_index`` at the start) and removes that slot when the copy ends. Nothing
-else frees the slot meanwhile: a copied entry has an empty mask, so no squash drops it,
-and its producer is done, so it is no retarget candidate.
+RTL of ``CopyBackEngine`` (``models/copy_back.py``), exact with an always-ready memory
+(docs/microarchitecture.md, "TLB, retarget and copy-back").
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -72,60 +35,27 @@ def shell_view_layout(config: SystemConfig) -> data.StructLayout:
 class CopyBackEngine(wiring.Component):
     """Retargets and copies TLB entries home; one copy at a time.
 
-    Choices of the TLB (in, combinational on its start-of-cycle state):
+    Parameters
+    ----------
+    config : SystemConfig
+        ``copyback_words_per_cycle`` must divide ``block_words``.
+    read_ahead : int
+        Beats read and not yet written, at most.
 
-    - ``copy_valid``, ``copy_index``, ``copy_entry``: the oldest copyable entry and its
-      slot;
-    - ``retarget_valid``, ``retarget_index``, ``retarget_entry``: the oldest retargetable
-      entry and its slot.
-
-    To the TLB:
-
-    - ``retargetable_tags`` (out): producers that may be retargeted next cycle (the TLB
-      registers it per slot; the model's ``CopyBackStep.retargetable``): the tags in
-      ``queued_tags``, and the ``current.tag`` of every busy shell whose
-      ``writeback_started`` is low. For a running task the model's test is ``finishes - t
-      > transfer_cycles(output blocks)``; a shell's ``writeback_started`` is its exact
-      complement (``hts.hdl.accelerator.LatencyCore``), and it stays high from the
-      finishing cycle until the grant, when the model has the task among the CDB
-      tickets, not running;
-    - ``remove`` (out): one bit per TLB slot, the entry retargeted this cycle and the
-      entry whose copy finishes this cycle; they leave at the edge.
-
-    From the top level:
-
-    - ``wanted`` (in): a copy is wanted this cycle (a process stalled on the TLB,
-      ``tlb_full`` or ``tlb_conflict``, in the previous cycle, or a process drained at the
-      start of this cycle still has TLB entries);
-    - ``queued_tags`` (in): the tags of the tasks in the window and the stations at the
-      start of the cycle. Tasks squashed this cycle may be left in: their TLB entries have
-      a non-zero mask, so none is a retarget candidate;
-    - ``shells`` (in): per flat instance (``hts.hdl.asr`` numbering), what the shell
-      shows and what the dispatch arbiter delivers to it this cycle
-      (:func:`shell_view_layout`).
-
-    Retarget, to everyone who holds ranges (out; they land at the edge):
-
-    - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer``: for the
-      memory tracker (the same-named ports there), which holds the ranges of every task
-      in the window and the stations too; the branch unit moves a pending branch
-      reading a block of ``retarget_tm`` to the same offset in ``retarget_home``;
-    - ``shell_retarget`` (out, to each shell's ``retarget``): ``valid`` for the shell that
-      holds the producer, or accepts it this cycle (a producer dispatched in the cycle of
-      its retarget), and the new output ``base``. It is never refused: a held producer
-      is retargetable only while its ``writeback_started`` is low.
-
-    Memory (out, :func:`hts.hdl.interfaces.dma_signature`): ``tm_port`` reads the TM
-    copy and never writes; ``home_port`` writes it home and never reads. At most
-    ``read_ahead`` beats are read and not yet written (in flight or buffered); the
-    default of 2 reads an always-ready memory every cycle.
-
-    Trace (out): ``trace_copyback`` (a copy starts: ``pid``, ``home``, ``tm``, ``cycles``)
-    and ``trace_retarget`` (``pid``, ``tag``, ``home``, ``tm``), each ``valid`` in the
-    cycle of its event; in the model's order, the retarget first.
-
-    State read by the tests: ``copying``, a copy is in progress (started in an earlier
-    cycle, not yet finished).
+    Attributes
+    ----------
+    copy_valid, copy_index, copy_entry, retarget_valid, retarget_index, retarget_entry : In
+        From the TLB: the oldest copyable entry; the entry to retarget now.
+    retargetable_tags, remove : Out
+        To the TLB: producers not yet writing back; slots retargeted or copied this cycle.
+    wanted, queued_tags, shells : In
+        A copy is wanted; the queued tags; each shell's state and delivered task.
+    retarget, retarget_tm, retarget_home, retarget_producer, shell_retarget : Out
+        The retarget, to the tracker, enqueue stage, branch unit and the producer's shell.
+    tm_port, home_port : Out(dma_signature)
+        Reads of the TM copy; writes home.
+    trace_copyback, trace_retarget, copying : Out, Out, Signal
+        The events of the cycle; a copy is in progress.
     """
 
     def __init__(self, config: SystemConfig, read_ahead: int = 2):
@@ -173,7 +103,6 @@ class CopyBackEngine(wiring.Component):
         return m
 
     def _retarget(self, m: Module):
-        """The retarget broadcast, its routing to the shells, and who may still be retargeted."""
         entry = self.retarget_entry
         m.d.comb += [
             self.retarget.eq(self.retarget_valid),
@@ -197,8 +126,6 @@ class CopyBackEngine(wiring.Component):
         m.d.comb += self.retargetable_tags.eq(self.queued_tags | computing_tags)
 
     def _copy(self, m: Module):
-        """Start, data movement and finish of the copy in progress; returns its TLB slot and
-        whether it finishes this cycle."""
         config = self._config
         per_beat = config.hts.copyback_words_per_cycle
         block_shift = config.memory.block_words.bit_length() - 1

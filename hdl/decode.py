@@ -1,13 +1,7 @@
 """Decode: one instruction of one process per cycle, picked round robin.
 
-RTL of the model's ``Decode`` (with ``BranchUnit.decode``, which takes an ``if``) and
-of the front-end state of ``models/decode.py``: per process a GPR bank, a loop stack, the
-speculation mask and the skip depth of a zero-iteration loop. Control instructions
-execute here; a task is planned against the TLB, takes a tag (its tracker entry) and, if
-nothing stalls it, goes to the enqueue stage (``hdl/enqueue.py``), which searches the
-tracker for its dependences the next cycle; an ``if`` goes to the branch unit (with a
-memory branch's block translated by the TLB; the branch unit searches its writers).
-The speculation-ID pool lives here too (decode is the only allocator).
+RTL of the model's ``Decode`` and of the per-process state of ``models/decode.py``;
+it owns the speculation-ID pool (docs/microarchitecture.md, "Decode's cycle").
 """
 
 from typing import NamedTuple
@@ -44,14 +38,12 @@ def head_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def upcoming_layout(config: SystemConfig) -> data.StructLayout:
-    """What becomes a task queue's head at the next edge if the head is popped or empty:
-    the front of the queue behind it, if there is one (``valid``), and the GPR indices
-    its A, B and C name (``registers``, from flip-flops)."""
+    """The head at the next edge if the head is popped or empty: the ring's front and its GPR indices."""
     return data.StructLayout({"valid": 1, "word": Instruction, "registers": read_ahead_layout(config)})
 
 
 def take_queue(decode: "Decode", pid: int, queue) -> list:
-    """Decode's inputs from process ``pid``'s task queue (``hts.hdl.task_queue``)."""
+    """Decode's inputs from process ``pid``'s task queue."""
     head, upcoming = decode.head[pid], decode.upcoming[pid]
     return [head.valid.eq(queue.head_valid), head.pc.eq(queue.head_pc), head.word.eq(queue.head_word),
             head.target.eq(queue.head_target), head.malformed.eq(queue.head_malformed),
@@ -71,12 +63,9 @@ def _leaving_layout() -> data.StructLayout:
 
 
 def _leaving(window, word, reads_base, writes_base) -> Value:
-    """``_leaving_layout`` of ``word``, with the bases of its input and output regions.
-    A region leaves the window when it is not empty and ``base < window.base`` or
-    ``base + blocks > window.end``, compared as ``base > end − blocks``: no adder in series
-    with the compare. A branch's one block: ``a < base`` or ``a ≥ end``. Bits of a base
-    above the window's width only need an OR (the base is then past every window), which
-    keeps the compares' carry chains that short."""
+    """``_leaving_layout`` of ``word``: a region leaves when ``base < window.base`` or ``base >
+    end − blocks`` (no adder in series), a block when ``a < base`` or ``a ≥ end``.
+    """
     width = len(window.end)
 
     def split(base):
@@ -102,8 +91,7 @@ class _State(NamedTuple):
 
 
 def _product_layout(config: SystemConfig) -> data.StructLayout:
-    """A mul between its two cycles at the head: its process, and the partial products
-    of its operands' 16-bit halves, registered behind the multipliers."""
+    """A ``mul`` between its two cycles: its process and its partial products."""
     half = REGISTER_BITS // 2
     return data.StructLayout({"valid": 1, "pid": config.widths.pid,
                               "low": REGISTER_BITS, "cross_ab": half, "cross_ba": half})
@@ -139,58 +127,42 @@ class _Effects(NamedTuple):
 class Decode(wiring.Component):
     """One instruction per cycle, from the first eligible process after the last picked.
 
-    Per process (index = pid), from the task queues and the branch unit:
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``head`` (in): the queue head at the start of the cycle; ``exhausted`` (in): queue
-      empty and fetch PC past the program; ``upcoming`` (in): the head next cycle if this
-      one is popped or there is none, whose registers decode reads a cycle ahead (below);
-    - ``done`` (in, from the top level): the process has ended, or has not been started;
-    - ``start`` (in, from the CPU port): the process starts: at the edge its GPRs, loop
-      stack, mask, skip depth and fault flag go back to their reset values;
-    - ``drained`` (out, to the top level's retire logic and the copy-back engine's
-      ``wanted``): queue exhausted, no pending branch, not skipping (start-of-cycle);
-    - ``blocked`` (in, from the branch unit): an unspeculated branch was pending at the
-      start of the cycle; ``pending`` (in): any branch was;
-    - ``restore`` (in, from the branch unit): a branch of the process was mispredicted
-      this cycle: no decode this cycle; at the edge GPRs and loop stack come back from
-      checkpoint ``slot``, the mask becomes ``mask`` and any skip ends;
-    - ``pop`` (out): the head was consumed; ``redirect``, ``redirect_pc`` (out): a jump
-      or loop back (the top level merges the branch unit's redirects).
+    Attributes
+    ----------
+    head, upcoming, exhausted : In, per process
+        From the task queues: the head, the word behind it, queue and program exhausted.
+    done, start, drained : In, In, Out, per process
+        Not running; a start resets the process's state; nothing left to decode, or faulted.
+    blocked, pending, restore : In, per process
+        From the branch unit: an unspeculated branch, any branch; a misprediction's restore.
+    pop, redirect, redirect_pc : Out, per process
+        To the task queue: the head is consumed; a jump or loop back.
+    confirm, freed_ids : In
+        IDs cleared from every mask; IDs back to the pool.
+    window_has_room, tracker_has_free, tracker_free_tag : In
+        Room for a task besides the enqueue stage's; the lowest free tag.
+    tracker_alloc, tracker_alloc_entry, enqueue : Out
+        The task decoded: its tracker entry, and the task (``decoded_signature``) itself.
+    tlb_lookahead : Out, per process
+        To the TLB: the head at the next edge, whose relations to the homes it keeps.
+    tlb_pid, tlb_read_region, tlb_write_region, tlb_branch_block, tlb_alloc_blocks, tlb_checks : Out
+        To the TLB: the chosen head's look-up (regions and checks for simulation only).
+    tlb_read_hit, tlb_read_copy, tlb_read_tm_base, tlb_write_hit, tlb_has_room, tlb_alloc_tm_base, tlb_branch_phys : In
+        From the TLB: the look-up's answers, room and place for a new copy, a block's translation.
+    tlb_alloc, tlb_alloc_entry : Out
+        To the TLB: a speculative output's new entry.
+    branch, stall, fault : Out
+        The ``if`` decoded; per process why it decoded nothing; a committed-path fault.
+    set_window : In
+        From the CPU port: a process's window (reset: all of home memory).
+    gprs, loops : list
+        Each process's :class:`GPRBank` and :class:`LoopStack`.
 
-    Shared:
-
-    - ``confirm`` (in): speculation IDs predicted right, cleared from every mask;
-      ``freed_ids`` (in): IDs returning to the pool (confirmed, mispredicted, squashed);
-    - ``window_has_room`` (in, from the top level): the window has a slot for this
-      cycle's task besides the one the enqueue stage holds;
-    - tracker: ``tracker_has_free``, ``tracker_free_tag`` (in); ``tracker_alloc``,
-      ``tracker_alloc_entry`` (out);
-    - TLB: ``tlb_lookahead`` (out, per process: the head at the next edge, whose
-      relations to the homes the TLB keeps; ``_look_ahead``); ``tlb_pid``,
-      ``tlb_checks``, ``tlb_read_region``, ``tlb_write_region``,
-      ``tlb_branch_block``, ``tlb_alloc_blocks`` (out) -> ``tlb_read_hit``,
-      ``tlb_read_copy``, ``tlb_read_tm_base``, ``tlb_write_hit``, ``tlb_has_room``,
-      ``tlb_alloc_tm_base``, ``tlb_branch_phys`` (in); ``tlb_alloc``, ``tlb_alloc_entry``
-      (out);
-    - ``enqueue`` (out, :func:`hts.hdl.interfaces.decoded_signature`, to the enqueue stage
-      and the trace's ``decode`` event): the task decoded, tag and tracker entry included;
-    - ``branch`` (out, to the branch unit): an ``if`` decoded this cycle;
-    - ``stall`` (out): per process, why it decoded nothing (``Stall.NONE`` if it did);
-    - ``fault`` (out, :func:`hts.hdl.interfaces.fault_layout`, combinational): a process
-      stops at the instruction at its head, on its committed path, because it touches
-      memory outside its window (a task's region or a memory branch's block) or cannot
-      execute at all (``FaultCause.ILLEGAL``, see ``_illegal``). It decodes
-      nothing more and counts as drained. On a wrong path the same access stalls
-      (``Stall.SPECULATIVE_FAULT``) until its branches resolve.
-    - ``set_window`` (in, from the CPU port,
-      :func:`hts.hdl.interfaces.window_request_layout`): a process's window, registered;
-      reset: all of home memory.
-    - ``tlb_pid`` (out, to the TLB): the process decoding, whose speculative copies alone
-      its look-ups may use.
-
-    ``enqueue``, ``branch``, ``tracker_alloc_entry``, ``tlb_alloc_entry`` and the GPR
-    write's index and value carry the chosen head in every cycle; only their valid,
-    alloc and write-enable bits say that it decoded, so no data path waits for the stall.
+    Data fields carry the chosen head every cycle; only valid and enable bits wait for the stall.
     """
 
     def __init__(self, config: SystemConfig):
@@ -241,7 +213,7 @@ class Decode(wiring.Component):
             "tlb_checks": Out(tlb_checks_layout()),
             "tlb_lookahead": Out(data.ArrayLayout(tlb_lookahead_layout(config), processes)),
         })
-        # Per-process architectural state; public so that the CPU port can read it back.
+        # Per-process architectural state; public so that tests can read it back.
         self.gprs = [GPRBank(config) for _ in range(processes)]
         self.loops = [LoopStack(config) for _ in range(processes)]
 
@@ -278,7 +250,7 @@ class Decode(wiring.Component):
 
         # ---- executing the instruction --------------------------------------------------
         # What a task or a branch carries goes out whatever the stall decides; only the
-        # valid and enable bits wait for it (docs/hardware.md, "Timing").
+        # valid and enable bits wait for it.
         self._task_fields(m, chosen, reads, writes, home_writes)
         self._branch_fields(m, chosen)
         self._gpr_write_fields(m, chosen, state.product)
@@ -291,7 +263,6 @@ class Decode(wiring.Component):
     # ---- pieces of the cycle ----------------------------------------------------------------
 
     def _state(self, m: Module) -> _State:
-        """Each process's GPR bank and loop stack as submodules, and decode's own registers."""
         hts = self._config.hts
         processes = hts.processes
         for pid in range(processes):
@@ -307,8 +278,7 @@ class Decode(wiring.Component):
         return _State(spec_mask, skip_depth, free_ids, faulted, stale, product)
 
     def _why_not_decodable(self, m: Module, state: _State) -> list[Signal]:
-        """Per process, why the arbiter may not pick it (``Stall.NONE``: it may), in the
-        model's order; and ``drained``."""
+        """Per process, why the arbiter may not pick it (``Stall.NONE``: it may), and ``drained``."""
         processes = self._config.hts.processes
         reason = [Signal(Stall, name=f"reason{pid}") for pid in range(processes)]
         for pid in range(processes):
@@ -330,9 +300,7 @@ class Decode(wiring.Component):
         return reason
 
     def _round_robin(self, m: Module, reason: list[Signal], product) -> tuple[Signal, Signal]:
-        """The arbiter: the first eligible process after the last one picked, and whether
-        there is one; in a mul's second cycle, its process if eligible. The pointer moves
-        past the one picked whether or not it stalls."""
+        """The first eligible process after the last picked (in a ``mul``'s second cycle, its own)."""
         processes = self._config.hts.processes
         pointer = Signal(self._config.widths.pid)
         reserved = Mux(product.valid, 1 << product.pid, (1 << processes) - 1)
@@ -348,8 +316,6 @@ class Decode(wiring.Component):
         return chosen, any_chosen
 
     def _read_chosen(self, m: Module, chosen, any_chosen, operands, state: _State) -> _Chosen:
-        """Process ``chosen``'s head with its operands, loop-stack top, mask and skip state,
-        multiplexed from every process's."""
         config, hts = self._config, self._config.hts
         head = self.head[chosen]
         word = head.word
@@ -362,7 +328,6 @@ class Decode(wiring.Component):
         opcode = self._opcode(m, word.accel_id)
         for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):
             with m.If(chosen == pid):
-                # lend reads its counter register, named by the loop top, this cycle.
                 m.d.comb += [r_a.eq(operands[pid][0]), r_b.eq(operands[pid][1]), r_c.eq(operands[pid][2]),
                              counter.eq(bank.read_value[COUNTER_PORT]),
                              top.eq(stack.top), stack_empty.eq(stack.empty),
@@ -371,23 +336,8 @@ class Decode(wiring.Component):
                        stack_empty, stack_full, mask, skipping)
 
     def _operands(self, m: Module, pid: int) -> tuple[list[Value], list[Value]]:
-        """R[A], R[B], R[C] of process ``pid``'s queue head, read a cycle ahead into a register.
-
-        Decode then starts from flip-flops instead of a register-file read. The registers
-        of the next head are read with the indices of the word that becomes the head if
-        this one is popped or missing (``upcoming``; the queue keeps them in flip-flops,
-        so that the read starts from a register, not from the ring's read). Only decoding
-        the process pops its head or writes its registers, so a head that stays keeps its
-        operands; a restore (a squash) comes with a redirect, which empties the queue. A
-        register written by the instruction decoded in the cycle of the read is not
-        forwarded into the read (its value comes from an adder or the multiplier): each
-        operand keeps a bit saying it names that register, and reads ``last_write``, the
-        bank's last written value, instead.
-        Simulation asserts that the operands equal a direct read of the head's registers
-        (the bank's ``expect`` ports).
-
-        Returned: the head's operands, and the read ahead of the next head (R[A], R[B],
-        R[C] as the bank holds them now, and the three bits), for ``_look_ahead``.
+        """R[A], R[B], R[C] of process ``pid``'s head, in registers loaded a cycle ahead; returns them
+        and the read ahead of the next head's (values, then a bit per operand written now).
         """
         bank, upcoming, head = self.gprs[pid], self.upcoming[pid], self.head[pid]
         operands = Signal(data.ArrayLayout(REGISTER_BITS, OPERANDS), name=f"operands{pid}", reset_less=True)
@@ -406,8 +356,7 @@ class Decode(wiring.Component):
 
     @staticmethod
     def _read_ahead(m: Module, bank, registers) -> list[Value]:
-        """The ``registers`` (``read_ahead_layout``) as the bank holds them now, then one
-        bit per operand: whether this cycle's write lands in its register (``_operands``)."""
+        """The ``registers`` as the bank holds them now, then whether this cycle's write lands in each."""
         values, written = [], []
         for port, index in enumerate(registers):
             m.d.comb += bank.read_index[port].eq(index)
@@ -416,22 +365,7 @@ class Decode(wiring.Component):
         return values + written
 
     def _look_ahead(self, m: Module, pid: int, window, now, ahead, leaving, stale):
-        """The head of process ``pid`` at the next edge, compared a cycle ahead.
-
-        The query of each word that can be the head then goes to the TLB, with which one
-        it will be (``tlb_lookahead``): the head itself, with its operands ``now``, or the
-        next head, with its read ahead ``ahead`` (``_operands``). Whether each of its
-        regions leaves ``window`` is kept in ``leaving``. Decode's cycle then compares no
-        range: the TLB's hits are its kept bits ANDed with ``valid``, the fault cause
-        reads ``leaving`` (both asserted against a direct compare). A head that stays
-        keeps its bits: windows change only while the process is idle.
-
-        A register written at the edge (by the instruction popped now) is not forwarded
-        into these compares. If the next head reads a region base from it, it is
-        ``stale`` for a cycle (``Stall.OPERANDS``, the model's ``Decode.settle``): it
-        cannot decode, and its own query, from its operands as they now are, takes the
-        next head's comparators.
-        """
+        """The head at the next edge, compared a cycle ahead; ``stale`` if its base is written now."""
         head, upcoming, lookahead = self.head[pid], self.upcoming[pid], self.tlb_lookahead[pid]
         stays = ~self.pop[pid] & head.valid
         m.d.comb += lookahead.take.eq(Mux(stays & ~stale[pid], HeadSource.STAY, HeadSource.NEXT))
@@ -448,8 +382,6 @@ class Decode(wiring.Component):
         m.d.sync += stale[pid].eq(self.pop[pid] & upcoming.valid & reads_written_base)
 
     def _query(self, m: Module, query, word, operands) -> tuple[Value, Value]:
-        """``query`` (``tlb_query_layout``) of ``word`` with R[A], R[B], R[C] ``operands``;
-        returned: its input and output bases, whole."""
         reads_base, writes_base = self._base(word, operands[0], word.a), self._base(word, operands[2], word.c)
         m.d.comb += [query.read.base.eq(reads_base), query.read.blocks.eq(word.b),
                      query.write.base.eq(writes_base), query.write.blocks.eq(word.d), query.block.eq(word.a)]
@@ -459,7 +391,7 @@ class Decode(wiring.Component):
     def _opcode(m: Module, accel_id) -> Signal:
         opcode = Signal(Opcode)
         # Not ``accel_id >= FIRST_RESERVED_ACCEL_ID``: Yosys makes a range compare a carry
-        # chain, in front of every control decision (tiny's path, docs/hardware.md).
+        # chain, in front of every control decision.
         with m.If(accel_id[_RESERVED_ID_LOW_BITS:] == FIRST_RESERVED_ACCEL_ID >> _RESERVED_ID_LOW_BITS):
             with m.Switch(accel_id):
                 for op, reserved_id in RESERVED_ACCEL_ID.items():
@@ -468,8 +400,6 @@ class Decode(wiring.Component):
         return opcode
 
     def _task_regions(self, m: Module, chosen: _Chosen):
-        """Home regions of the task at the head (bases cut to the physical width: a region
-        that does not fit its window faults before it reaches any structure)."""
         word, r_a, r_c = chosen.word, chosen.r_a, chosen.r_c
         region = region_layout(self._config)
         home_reads, home_writes = Signal(region, name="home_reads"), Signal(region, name="home_writes")
@@ -483,7 +413,6 @@ class Decode(wiring.Component):
         return mutable("decode_indirect_ignored", Mux(word.k.task.indirect, register, field), field)
 
     def _windows(self, m: Module):
-        """Every process's window, written by the CPU port (the end computed at the write)."""
         processes = self._config.hts.processes
         whole = {"base": 0, "end": self._config.memory.blocks}
         windows = Signal(data.ArrayLayout(window_layout(self._config), processes), init=[whole] * processes)
@@ -494,16 +423,7 @@ class Decode(wiring.Component):
         return windows
 
     def _illegal(self, m: Module, chosen: _Chosen) -> Signal:
-        """Whether the head cannot execute: what the assembler refuses in a program, where
-        hardware can see it (the CPU port takes any word).
-
-        The head is ``malformed`` (``hts.hdl.task_queue.malformed``: an unassigned
-        accelerator ID, an operand register past ``hts.gprs``, a jump or branch target
-        before the first instruction; worked out when the word was loaded, so that no ID
-        is compared in this cycle), or it meets a state it cannot run in: a pid field
-        other than the process's; ``lbeg`` on a full loop stack; ``lend`` with no open
-        loop, or naming another counter than the innermost loop's.
-        """
+        """Whether the head cannot execute: ``malformed``, a foreign pid, or a loop stack it cannot run on."""
         opcode, word, top = chosen.opcode, chosen.word, chosen.top
         bad_control = Signal()
         with m.Switch(opcode):
@@ -514,10 +434,7 @@ class Decode(wiring.Component):
         return wire(m, chosen.head.malformed | (word.pid != chosen.pid) | bad_control, "illegal")
 
     def _fault_cause(self, m: Module, chosen: _Chosen, leaving, window, illegal) -> tuple[Signal, Signal]:
-        """Why the head would fault: ``illegal``, or an access leaving its window (a task's
-        input or output region, a memory branch's block: ``leaving``, kept for the head
-        by ``_look_ahead``); ``FaultCause.NONE`` if neither. Also whether it faults if it
-        is not a task, which needs no region compare."""
+        """Why the head would fault, from the kept window bits; and whether it faults as a non-task."""
         opcode, word = chosen.opcode, chosen.word
         cause = Signal(FaultCause)
         branch_outside = wire(m, (opcode == Opcode.IF) & word.k.branch.memory & leaving.block, "branch_outside")
@@ -542,16 +459,11 @@ class Decode(wiring.Component):
 
     @staticmethod
     def _head_kind(chosen: _Chosen) -> tuple[Value, Value]:
-        """Whether the head is a task, and whether it is a memory branch: which of its kept
-        relations mean something (the others come from fields it does not use)."""
         return (chosen.valid & (chosen.opcode == Opcode.TASK),
                 chosen.valid & (chosen.opcode == Opcode.IF) & chosen.word.k.branch.memory)
 
     def _translate(self, m: Module, chosen: _Chosen, home_reads, home_writes):
-        """The TLB look-up of the head's regions (in every cycle, for the chosen process, on
-        the relations the TLB kept for it, ``_look_ahead``): the read region, taken from a
-        TM copy that holds it exactly; and whether the output is speculative, so goes to a
-        new TM copy (docs/microarchitecture.md, "Decode of a task under speculation")."""
+        """The TLB look-up of the head: the read region (a TM copy, or home), and whether the output is speculative."""
         word = chosen.word
         reads = Signal.like(home_reads)
         speculative_output = (chosen.mask != 0) & (word.d != 0)
@@ -573,9 +485,7 @@ class Decode(wiring.Component):
         return reads, speculative_output
 
     def _stall(self, m: Module, chosen: _Chosen, cause, speculative_output, first_mul):
-        """Whether the chosen head stalls (``stalled``) and why (``plan_stall``); and
-        whether it decodes: a task is planned, anything else stalls only on a fault, or
-        in a mul's first cycle (``first_mul``)."""
+        """Why the head stalls, whether it does, and whether it decodes."""
         plan_stall = Signal(Stall)
         fault_stall = Mux(chosen.mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
         faulting = cause != FaultCause.NONE
@@ -591,8 +501,7 @@ class Decode(wiring.Component):
         return plan_stall, stalled, chosen.valid & ~stalled
 
     def _plan_task(self, m: Module, word, plan_stall, faulting, fault_stall, speculative_output) -> Value:
-        """Why the task at the head cannot decode now, in the model's ``_plan_task`` order,
-        into ``plan_stall``; returned: whether any reason holds."""
+        """Why the task at the head cannot decode, in the model's order; returns whether any reason holds."""
         reasons = [
             (~self.window_has_room, Stall.WINDOW_FULL),
             (~self.tracker_has_free, Stall.TRACKER_FULL),
@@ -607,7 +516,6 @@ class Decode(wiring.Component):
         return Cat(*(condition for condition, _ in reasons)).any()
 
     def _rename_output(self, m: Module, home_writes, speculative_output) -> Signal:
-        """The task's output region: its home, or a speculative output's new TM copy."""
         writes = Signal.like(home_writes)
         m.d.comb += writes.eq(home_writes)
         with m.If(speculative_output):
@@ -615,8 +523,6 @@ class Decode(wiring.Component):
         return writes
 
     def _report_stall(self, m: Module, reason, chosen: _Chosen, plan_stall, stalled, cause, faulted):
-        """Per process, why it decoded nothing (``stall``); a fault on the committed path
-        (``fault``), after which the process decodes nothing more."""
         for pid in range(self._config.hts.processes):
             with m.If(reason[pid] != Stall.NONE):
                 m.d.comb += self.stall[pid].eq(Mux(reason[pid] == Stall.DONE, Stall.NONE, reason[pid]))
@@ -630,8 +536,7 @@ class Decode(wiring.Component):
             m.d.sync += faulted.bit_select(chosen.pid, 1).eq(1)
 
     def _task_fields(self, m, chosen: _Chosen, reads, writes, home_writes):
-        """The head as a task: its tracker entry, its record for the enqueue stage and its
-        TLB entry, valid only with ``tracker_alloc``, ``enqueue.valid`` and ``tlb_alloc``."""
+        """The head as a task: tracker entry, enqueue record and TLB entry, valid only with their allocations."""
         config, word, mask = self._config, chosen.word, chosen.mask
         class_of = Signal(config.widths.accel_class)
         with m.Switch(word.accel_id):
@@ -657,8 +562,6 @@ class Decode(wiring.Component):
         ]
 
     def _branch_fields(self, m, chosen: _Chosen):
-        """The head as an ``if`` for the branch unit, valid only with ``branch.valid``; a
-        memory branch's block is translated by the TLB."""
         branch, head, word = self.branch, chosen.head, chosen.word
         m.d.comb += [
             self.tlb_branch_block.eq(word.a),
@@ -675,9 +578,7 @@ class Decode(wiring.Component):
         ]
 
     def _gpr_write_fields(self, m, chosen: _Chosen, product):
-        """The register the head writes and its value (a mul's from the partial products of
-        its first cycle), to every bank; only the chosen bank's ``write_en``
-        (``_write_gpr``) waits for the stall logic."""
+        """The register the head writes and its value, to every bank; only ``write_en`` waits for the stall."""
         word, r_a, r_b, top = chosen.word, chosen.r_a, chosen.r_b, chosen.top
         index, value = Signal(self._config.widths.gpr_index), Signal(REGISTER_BITS)
         half = REGISTER_BITS // 2
@@ -697,11 +598,7 @@ class Decode(wiring.Component):
             m.d.comb += [bank.write_index.eq(index), bank.write_value.eq(value)]
 
     def _multiply(self, m, chosen: _Chosen, product, starting):
-        """``mul`` in two cycles at the head: the 16-bit halves of the chosen head's
-        operands are multiplied into registers every cycle (``starting``: a mul's first
-        cycle, which holds the decoder), and in the next cycle the arbiter picks its
-        process again (``_round_robin``), which adds them up, writes the register and
-        pops the mul like an ``add``. If a squash takes the head meanwhile, nothing decodes."""
+        """A ``mul``'s first cycle: the partial products of its operands' 16-bit halves into registers."""
         half = REGISTER_BITS // 2
         a, b = chosen.r_a, chosen.r_b
         m.d.sync += [
@@ -713,22 +610,20 @@ class Decode(wiring.Component):
         ]
 
     def _checkpoint(self, m: Module, free_ids) -> Signal:
-        """The lowest free speculation ID, whose slot takes every process's checkpoint."""
         new_id = Signal(bits_for(self._config.hts.spec_ids))
         m.d.comb += new_id.eq(lowest_set(free_ids))
         # Every cycle with a free ID, each process's GPRs and loop stack are copied into its
-        # slot: a speculated if decoded now takes that ID, so its checkpoint is there, and
-        # the copy's enables (thousands of flip-flops) do not wait for the stall.
+        # slot: a speculated if decoded now takes that ID, and the copy's enables do not
+        # wait for the stall.
         for unit in (*self.gprs, *self.loops):
             m.d.comb += [unit.checkpoint_en.eq(free_ids.any()), unit.checkpoint_slot.eq(new_id)]
         return new_id
 
     def _decode_one(self, m: Module, chosen: _Chosen, decoding, control_decoding, speculative_output,
                     state: _State, new_id) -> _Effects:
-        """The head decodes: it is popped, then executed, or, in a zero-iteration loop being
-        skipped, only counted in the loop nesting. ``control_decoding`` equals ``decoding``
-        unless the head is a task that is not skipped; it enables everything but the pop
-        and a task's allocations."""
+        """The head decodes: it pops, then executes (or is counted while a loop is skipped).
+        ``control_decoding`` enables everything but the pop and a task's allocations.
+        """
         hts = self._config.hts
         skip_depth = state.skip_depth
         allocated_ids = Signal(hts.spec_ids)
@@ -750,9 +645,6 @@ class Decode(wiring.Component):
 
     def _execute(self, m: Module, chosen: _Chosen, decoding, speculative_output, free_ids, new_id,
                  effects: _Effects):
-        """The head executes: a task takes its tag, tracker entry, enqueue-stage slot and,
-        for a speculative output, its TLB entry; a control instruction acts here; an ``if``
-        goes to the branch unit."""
         pid, word = chosen.pid, chosen.word
         with m.Switch(chosen.opcode):
             with m.Case(Opcode.TASK):
@@ -776,8 +668,7 @@ class Decode(wiring.Component):
                 self._decode_branch(m, word, free_ids, new_id, effects.allocated_ids, effects.new_mask)
 
     def _begin_loop(self, m: Module, chosen: _Chosen, next_skip):
-        """``lbeg``: a loop of zero iterations is skipped to its ``lend``; any other pushes
-        its frame on the chosen process's loop stack."""
+        """``lbeg``: a zero-iteration loop is skipped to its ``lend``; any other pushes its frame."""
         word = chosen.word
         with m.If(word.a == 0):
             m.d.comb += next_skip.eq(1)
@@ -790,8 +681,7 @@ class Decode(wiring.Component):
                                  stack.frame.remaining.eq(word.a - mutable("loop_count_off_by_one", 1, 0))]
 
     def _end_loop(self, m: Module, chosen: _Chosen):
-        """``lend``: the last iteration pops the loop's frame; any other counts it down and
-        loops back to the body."""
+        """``lend``: the last iteration pops the frame; any other counts down and loops back."""
         top = chosen.top
         for pid, stack in enumerate(self.loops):
             with m.If(chosen.pid == pid):
@@ -804,8 +694,7 @@ class Decode(wiring.Component):
             self._redirect(m, chosen.pid, top.body_start)
 
     def _decode_branch(self, m, word, free_ids, new_id, allocated_ids, new_mask):
-        """An ``if`` decodes: it goes to the branch unit; a speculated one takes the lowest
-        free ID, whose slot holds its process's GPRs and loop stack from this cycle."""
+        """An ``if`` goes to the branch unit; a speculated one takes the lowest free ID."""
         config = self._config
         branch = self.branch
         speculate = word.k.branch.memory & word.k.branch.speculate & (free_ids != 0) & config.hts.speculation
@@ -826,9 +715,6 @@ class Decode(wiring.Component):
                 m.d.comb += self.redirect_pc[index].eq(pc)
 
     def _end_of_cycle(self, m: Module, chosen: _Chosen, control_decoding, state: _State, effects: _Effects):
-        """The ID pool and each process's mask and skip depth at the edge: a start resets
-        them, a restore brings them back, a decode applies its effects (a task changes
-        neither, so a task's stall need not be waited for); confirmed IDs leave every mask."""
         spec_mask, skip_depth, faulted = state.spec_mask, state.skip_depth, state.faulted
         m.d.sync += state.free_ids.eq((state.free_ids & ~effects.allocated_ids) | self.freed_ids)
         for pid, (bank, stack) in enumerate(zip(self.gprs, self.loops)):

@@ -1,21 +1,6 @@
-"""Dispatch arbiter: the offers of the reservation stations go to free accelerator instances.
+"""Dispatch arbiter: the stations' offers go to free accelerator instances, lowest class first.
 
-RTL of ``Dispatch.dispatch`` (``models/dispatch.py``); see docs/microarchitecture.md, "One
-cycle", step 5. Each station offers its oldest ready task; an offer is eligible when its
-class has a free instance. The eligible offers of the ``hts.dispatch_width``
-lowest-numbered classes go, each to the lowest free instance of its class: a fixed
-priority by class, a carry chain over the classes, where an oldest-first choice looked
-each offer's tag up in the memory tracker's age matrix (docs/hardware.md, "Timing").
-
-Stations hold queued records (tag, class, mask, waits). In the grant's cycle a shell
-takes its class's offer's tag and mask (the squash and the broadcast need no more), and
-the grant of rank ``k`` (``k`` eligible offers of lower classes) is registered in slot
-``k``: its record and its tag, one-hot. The cycle after, the task starts: the slot's
-record and its tag's tracker entry (regions, pid and pc from the tracker's flip-flops)
-are the task the shell hands its core, with the task ID and metadata from the tracker's
-distributed RAM, both read by the registered tag. So no tracker read is behind the pick
-and the grant (docs/hardware.md, "Timing"), and the arbiter makes ``dispatch_width`` tag
-look-ups per cycle rather than keeping the whole task in every station entry.
+RTL of ``Dispatch.dispatch`` (``models/dispatch.py``); docs/microarchitecture.md, "Dispatch".
 """
 
 import operator
@@ -39,47 +24,31 @@ __all__ = ["DispatchArbiter"]
 class DispatchArbiter(wiring.Component):
     """Grants up to ``hts.dispatch_width`` station offers per cycle, lowest class first.
 
-    Inputs (combinational, all on the state registered at the start of the cycle):
+    The grant does not wait for ``ready``: a shell is idle whenever the ASR says its instance
+    is free, so a power manager must gate only instances it keeps from being offered.
 
-    - ``offer_valid``, ``offer_task`` (in, from the reservation stations): per class,
-      whether the station offers its oldest ready task, and that task's queued record;
-    - ``tasks`` (in, from the memory tracker): its entries, by tag: the regions, pid and
-      pc of every task in flight;
-    - ``record_reads`` (out, to the memory tracker, :func:`~hts.hdl.interfaces.record_read_signature`):
-      per slot, the tag granted in it last cycle (registered), and that tag's task ID
-      and metadata back;
-    - ``has_free``, ``free_instance`` (in, from the ASR): per class, whether an instance
-      is free, and the lowest free one (numbered within the class).
+    Parameters
+    ----------
+    config : SystemConfig
 
-    Outputs of the grant (combinational; what they drive lands at the clock edge):
-
-    - ``take`` (out, to the stations): per class, the offer is granted and leaves;
-    - ``occupy`` (out, to the ASR): per class, ``valid`` and the ``instance`` granted;
-    - ``deliver`` (out, to the accelerator shells): one ``granted_task_layout`` stream
-      per flat instance (``hts.hdl.asr`` numbering), ``valid`` for one cycle with the
-      grant, its payload the tag and mask of its class's offer (an idle shell takes it
-      whether granted or not). The grant does not wait for ``ready``: the station and the ASR commit at the
-      same edge, so an instance the ASR reports free must accept. It does: a shell is
-      ready when idle and powered, and it is idle whenever the ASR says free (both turn
-      busy at the dispatch edge; the shell is free at the grant or abort edge, the ASR
-      at the abort edge or the end of the broadcast, a cycle after the grant). The power
-      manager must therefore gate only instances it also keeps from being offered (e.g.
-      marked busy); a task delivered to an unpowered shell would be lost, its station
-      entry gone and its instance busy forever.
-
-    Outputs of last cycle's grants (from registers and the tracker's entries):
-
-    - ``last_granted_tags`` (out, registered, to the top level's queued-tag sets): the
-      tags granted in the cycle before, one bit per tag (the OR of the slots' tags);
-    - ``trace`` (out, to the trace port): ``dispatch_width`` slots, slot ``k`` the grant
-      of rank ``k`` of the cycle before (``valid``, ``instance`` within the class,
-      ``task``), so the slots in order are the model's ``dispatch`` events of that cycle
-      in order. Valid slots fill from slot 0. ``task`` is read now, by the registered
-      tag: its regions carry the retarget of the grant's cycle, as the model's event does;
-    - ``delivered``, ``deliver_record`` (out, to the accelerator shells): per flat
-      instance, the task granted to it last cycle, which starts now: its grant slot's
-      ``task``, and its task ID and metadata (the record read of that slot). Meaningless
-      in other cycles.
+    Attributes
+    ----------
+    offer_valid, offer_task : In, per class
+        From the stations: each one's oldest ready task.
+    has_free, free_instance : In, per class
+        From the ASR.
+    tasks : In, per tag
+        From the tracker: regions, pid and pc of every task in flight.
+    record_reads : Out(record_read_signature), per slot
+        To the tracker: the tag granted last cycle, for its task ID and metadata.
+    take, occupy : Out, per class
+        To the stations and the ASR: the grants.
+    deliver : Out(stream of granted_task_layout), per flat instance
+        To the shells: the grant, with the class's offer's tag and mask.
+    delivered, deliver_record : Out, per flat instance
+        To the shells: the task granted last cycle, which starts now, and its record.
+    last_granted_tags, trace : Out, registered
+        The tags granted last cycle; last cycle's grants by rank, for the trace port.
     """
 
     def __init__(self, config: SystemConfig):
@@ -125,11 +94,9 @@ class DispatchArbiter(wiring.Component):
             m.d.comb += [port.valid.eq(granted[c] & (self.free_instance[c] == instance)),
                          port.payload.tag.eq(self.offer_task[c].tag), port.payload.mask.eq(self.offer_task[c].mask)]
 
-        # Slot k: the grant of rank k, at most one class, so an AND-OR select of its
-        # record and instance, registered with its tag one-hot (each offer's tag is
-        # decoded beside the pick). The cycle after, the slot's task is the record and the
-        # tag's tracker entry, an AND-OR by the registered one-hot. The task's ``waits`` is
-        # empty, as the stations offer only ready tasks.
+        # Slot k holds the grant of rank k (one class at most: AND-OR selects), registered
+        # with its tag one-hot; the cycle after, its task is the record and the tag's tracker
+        # entry. ``waits`` is empty: the stations offer only ready tasks.
         slot_tags = []
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = wire(m, Cat(*(granted[c] & (ranks[c] == slot) for c in classes)), f"in_slot_{slot}")
@@ -148,7 +115,6 @@ class DispatchArbiter(wiring.Component):
         return m
 
     def _delivered(self, m: Module, ranks: list):
-        """Each instance's starting task and record: its class's grant slot of last cycle."""
         tasks = [event.task for event in self.trace]
         records = [read.record for read in self.record_reads]
         if len(records) == 1:

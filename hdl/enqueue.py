@@ -1,11 +1,7 @@
-"""Enqueue: the second decode stage, the register between decode and the dispatch window.
+"""Enqueue: the register between decode and the dispatch window.
 
-RTL of ``hts.models.enqueue`` as ``models/hts.py`` drives it (``_enqueue``, and the
-squash, confirm and retarget that reach a task held here). Decode allocates a task's
-tag and tracker entry and hands it over at the clock edge; the next cycle this stage
-searches the tracker with the task's ranges and writes the task, with the tags it
-waits for, into the window. The tracker search thus starts from a register instead of
-from the end of decode's TLB search (docs/hardware.md).
+RTL of ``hts.models.enqueue``: the task decoded last cycle searches the tracker from here
+(docs/microarchitecture.md, "Enqueue's cycle").
 """
 
 from amaranth.hdl import Module, Mux, Signal
@@ -24,28 +20,26 @@ __all__ = ["Enqueue"]
 class Enqueue(wiring.Component):
     """One task, held for exactly one cycle between decode and the window.
 
-    - ``decoded`` (in, :func:`hts.hdl.interfaces.decoded_signature`, from decode): the task
-      decoded this cycle, registered at the edge with this cycle's confirm and retarget
-      applied, as the model applies them to every queued task;
-    - ``occupied`` (out, registered, to the top level): a task is held; decode needs a
-      window slot for it besides its own;
-    - ``query_reads``, ``query_writes`` (out, registered, to the tracker): the held
-      task's ranges; ``depends`` (in, from the tracker, combinational): the tags they
-      meet, the CDB's broadcast aside;
-    - ``squash`` (in, from the branch unit): speculation IDs mispredicted this cycle; a
-      held task under one of them is dropped: ``squashed_tags`` (out, to the top level)
-      has its tag;
-    - ``append``, ``append_task`` (out, to the window, combinational): the held task, not
-      squashed, with ``waits`` = ``depends`` less its own tag (the tracker holds its
-      entry since the last edge);
-    - ``queued_tags`` (out, registered, to the copy-back engine): the held task's tag (it
-      cannot have started writing back, so it may be retargeted);
-    - ``held`` (out, to the trace port): the whole task held (registered), with
-      ``append_task``'s ``waits`` (combinational);
-    - ``confirm`` (in, from the branch unit) and ``retarget``, ``retarget_tm``,
-      ``retarget_home``, ``retarget_producer`` (in, from the copy-back engine) with
-      ``retarget_slot`` (in, from the TLB): applied to the arriving task at the edge, its
-      reads found by ``decoded.reads_copy``.
+    Parameters
+    ----------
+    config : SystemConfig
+
+    Attributes
+    ----------
+    decoded : In(decoded_signature)
+        From decode; taken at the edge with this cycle's confirm and retarget applied.
+    occupied : Out, registered
+        A task is held; decode needs a window slot for it besides its own.
+    query_reads, query_writes, depends : Out, Out, In
+        The tracker search with the held task's ranges, and the tags they meet.
+    squash, squashed_tags : In, Out
+        A held task under a squashed ID is dropped and its tag released.
+    append, append_task : Out
+        To the window: the held task, waiting for ``depends`` less its own tag.
+    queued_tags, held : Out
+        Its tag, to the copy-back engine; the whole task, to the trace.
+    confirm, retarget, retarget_tm, retarget_home, retarget_producer, retarget_slot : In
+        Applied to the arriving task at the edge.
     """
 
     def __init__(self, config: SystemConfig):

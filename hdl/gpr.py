@@ -1,11 +1,7 @@
 """General-purpose register bank of one process, with speculation checkpoints.
 
-RTL of ``hts.models.gpr``. Decode reads and writes the bank in the cycle it executes a
-control instruction; a speculated memory branch checkpoints the whole bank into the slot
-of its speculation ID, and its misprediction restores it (models/hts.py,
-``_decode_branch`` and ``_squash``). The values live in distributed RAM, which cannot be
-copied in a cycle; what is checkpointed is a map of which RAM holds each register
-(docs/hardware.md, "The GPR bank in distributed RAM").
+RTL of ``hts.models.gpr``: values in distributed RAM, and a map of which RAM holds each
+register, which checkpoints copy (docs/microarchitecture.md, "Decode's cycle").
 """
 
 from amaranth.hdl import Assert, Cat, MemoryData, Module, ResetSignal, Signal
@@ -33,39 +29,22 @@ ZERO = 0
 class GPRBank(wiring.Component):
     """``hts.gprs`` registers of ``REGISTER_BITS`` bits and ``hts.spec_ids`` checkpoints.
 
-    Read ports (combinational, on the values registered at the start of the cycle):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``read_index`` (in, from decode): ``READ_PORTS`` register indices;
-    - ``read_value`` (out, to decode): the registers they name.
-
-    Updates (land at the clock edge):
-
-    - ``write_en``, ``write_index``, ``write_value`` (in, from decode): ``mov``, ``add``,
-      ``mul``, ``lbeg`` (counter := 0) and ``lend`` (counter + 1);
-    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode): copy the bank as it is at
-      the start of the cycle into a slot, whatever else lands. Decode copies into the
-      slot of the lowest free speculation ID in every cycle that has one, so that no
-      enable waits for its stall decision; a speculated ``if`` decoded in the cycle
-      takes that ID, and its checkpoint is the bank it was decoded with (it writes no
-      register);
-    - ``live`` (in, from decode's ID pool; registered): the slots a restore may still
-      read, one bit per speculation ID. A slot turns live only in the cycle after a
-      checkpoint into it, and stays live until after its restore;
-    - ``restore_en``, ``restore_slot`` (in, from the branch unit on a misprediction):
-      the bank takes the live slot's values. The process does not decode in the cycle of
-      its squash (it resumes at t + 1), so a write then is an error (asserted).
-
-    Checked in simulation only (the assertion's read ports go with it in synthesis):
-
-    - ``expect_en``, ``expect_index``, ``expect_value`` (in, from decode): the registers
-      ``expect_index`` hold ``expect_value`` now (decode's operands read a cycle ahead).
-
-    Each register is kept in one of ``spec_ids + 1`` RAMs of ``gprs`` words, one copy per
-    read port, or is zero; a 2-bit (or wider) code per register says which, and the
-    codes alone are copied by a checkpoint and loaded by a restore. A write goes to the
-    lowest RAM that holds the register for no live checkpoint and not for this cycle's
-    checkpoint: those name at most ``spec_ids`` RAMs, so one is always left.
-    :meth:`peek` reads the registers back in a testbench.
+    Attributes
+    ----------
+    read_index, read_value : In, Out
+        ``READ_PORTS`` reads: the next head's A, B, C and ``lend``'s counter.
+    write_en, write_index, write_value : In
+        A register written at the edge, into a RAM no live checkpoint names for it.
+    checkpoint_en, checkpoint_slot, live : In
+        Copy the map into a slot; the slots a restore may still read.
+    restore_en, restore_slot : In
+        The map comes back from a live slot (never with a write).
+    expect_en, expect_index, expect_value : In
+        Simulation only: an assertion on three registers, dropped with its ports in synthesis.
     """
 
     def __init__(self, config: SystemConfig):
@@ -97,8 +76,7 @@ class GPRBank(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         codes = self._codes
-        # A snapshot is read only by the restore of a live checkpoint, which wrote it: no
-        # reset (record_register, hdl/primitives.py), neither at rst nor at a process start.
+        # No reset, at rst or a start: a snapshot is read only by a live checkpoint's restore.
         snapshots = Signal(data.ArrayLayout(self._map, self._slots), reset_less=True)
         target = self._write_target(m, snapshots)
         writes = [self.write_en & (target == ram + 1) for ram in range(len(self._rams))]
@@ -129,8 +107,7 @@ class GPRBank(wiring.Component):
         return m
 
     def _write_target(self, m: Module, snapshots):
-        """The code of the RAM a write goes to: the lowest that no live checkpoint, and
-        not this cycle's checkpoint, names for the register written."""
+        """The code of the RAM a write goes to: the lowest no live checkpoint, nor this cycle's, names."""
         index = self.write_index
         claims = [(mutable("gpr_write_over_checkpoint", self.live[slot], 0), mux_tree(snapshots[slot], index))
                   for slot in range(self._slots)]
@@ -143,8 +120,7 @@ class GPRBank(wiring.Component):
 
     @staticmethod
     def _read(codes, index, ram_words):
-        """The register ``index`` names: the word of the RAM its code names, zero for
-        :data:`ZERO`."""
+        """The register ``index`` names: the word of the RAM its code names, zero for :data:`ZERO`."""
         code = mux_tree(codes, index)
         return select([code == ram + 1 for ram in range(len(ram_words))], ram_words)
 

@@ -1,15 +1,7 @@
-"""Accelerator shells for HLS kernels: the ``ap_ctrl_hs`` block protocol behind the core interface.
+"""Accelerator cores for HLS kernels: the ``ap_ctrl_hs`` block protocol behind the core interface.
 
-A Vitis HLS kernel built with ``#pragma HLS INTERFACE ap_ctrl_hs port=return`` is started
-by ``ap_start`` and reports ``ap_done``/``ap_idle``/``ap_ready``; its scalar arguments
-are plain ``ap_none`` input ports. :func:`ap_ctrl_hs_signature` is that kernel interface
-with the arguments a task gives: its input and output regions as word addresses and word
-counts, its metadata, and a memory master (the shell's
-:func:`~hts.hdl.interfaces.dma_signature`). :class:`ApCtrlCore` adapts such a kernel to
-:func:`~hts.hdl.interfaces.core_signature`, so that it sits in an
-:class:`~hts.hdl.accelerator.AcceleratorShell` like any core, and :class:`VectorAddKernel`
-is a kernel behind that handshake computing ``hts.models.dsp.vector_add`` bit for bit.
-docs/hardware.md ("HLS kernels") maps a C signature onto the ports.
+:class:`ApCtrlCore` adapts a kernel to a shell; :class:`VectorAddKernel` computes
+``hts.models.dsp.vector_add``. docs/hardware.md, "HLS kernels", maps a C signature.
 """
 
 from amaranth.hdl import Cat, Module, Mux, ResetInserter, Signal, signed
@@ -35,29 +27,12 @@ def _block_shift(config: SystemConfig) -> int:
 
 
 def words_width(config: SystemConfig) -> int:
-    """Bits of a region's size in words."""
     return config.widths.region_blocks + _block_shift(config)
 
 
 def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
-    """An HLS kernel's ports, as seen from the kernel (Vitis HLS ``ap_ctrl_hs`` block protocol).
-
-    Block control:
-
-    - ``ap_rst`` (in): synchronous reset, active high, on top of the clock domain's own
-      (as the ``ap_rst`` port of HLS-generated Verilog): the kernel is idle the next cycle;
-    - ``ap_start`` (in): start a run; held by the caller until ``ap_ready``;
-    - ``ap_ready`` (out): the kernel has taken its arguments; ``ap_start`` is sampled
-      again in the next cycle (a high ``ap_start`` then starts another run);
-    - ``ap_done`` (out): one cycle, the run is over (its memory writes accepted);
-    - ``ap_idle`` (out): no run in progress.
-
-    Scalar arguments (``ap_none``: no handshake; the caller holds them from ``ap_start``
-    until ``ap_done``): ``in_addr`` and ``in_words``, the input region as a word address
-    and a word count; ``out_addr`` and ``out_words``, the output region; ``meta``, the
-    task's metadata field.
-
-    ``mem`` (out): the kernel's memory master, :func:`~hts.hdl.interfaces.dma_signature`.
+    """An HLS kernel's ports, as seen from the kernel (Vitis HLS ``ap_ctrl_hs``): block control,
+    the ``ap_none`` arguments (regions in words, ``meta``) and a ``mem`` master.
     """
     address, words = word_address_width(config), words_width(config)
     return wiring.Signature({
@@ -76,40 +51,23 @@ def ap_ctrl_hs_signature(config: SystemConfig) -> wiring.Signature:
 
 
 class ApCtrlCore(wiring.Component):
-    """A core (:func:`~hts.hdl.interfaces.core_signature`) running an ``ap_ctrl_hs`` kernel.
+    """A core running an ``ap_ctrl_hs`` kernel.
 
-    Ports (all of :func:`~hts.hdl.interfaces.core_signature`; driven by the shell unless
-    marked out):
+    ``ap_start`` rises the cycle after ``start``, held until ``ap_ready``; the arguments are
+    held for the run. ``release`` drives ``ap_rst`` (a port: it reaches HLS Verilog), masks
+    that cycle's requests and drops the late answers of reads in flight. Writes into the
+    output region go to the base ``writes`` gives in their cycle.
 
-    - ``start`` (in): the kernel's ``ap_start`` rises the cycle after (registered
-      ``running``) and stays high (registered ``launched`` low) until ``ap_ready``. A
-      kernel may read its arguments from its ``ap_start`` cycle on;
-    - ``task``, ``record`` (in, meaningful in the start cycle): the kernel's scalars
-      ``in_addr``/``in_words`` from its input region (blocks shifted to words) and its
-      ``meta`` from the task's metadata, registered for the run;
-    - ``writes`` (in): ``out_words`` from its size; ``out_addr`` is the output base of the
-      start cycle, registered: it stays put when the shell retargets the task;
-    - ``release`` (in): drives the kernel's ``ap_rst`` (combinational), so the kernel is
-      idle from the next cycle, and masks its memory requests in that cycle. A task aborted
-      mid-run thus leaves nothing behind but the writes already accepted (into its
-      output region, in the TM when speculative) and reads in flight, whose answers the
-      core drops (registered counters of reads in flight and of answers to drop);
-    - ``done`` (out): the kernel's ``ap_done`` (combinational), then held (registered)
-      until ``release``;
-    - ``writeback`` (out): the kernel requests a memory write (combinational), then held
-      (registered) until ``release``. From that cycle the shell refuses retargets;
-    - ``dma`` (out): the kernel's ``mem`` passed through, but writes into the output
-      region the kernel was given are moved to the output base of ``writes`` as it
-      stands in that cycle (combinational): a retarget that landed before the first write takes
-      effect even though the kernel saw the old base.
+    Parameters
+    ----------
+    config : SystemConfig
+    kernel : wiring.Component
+        The kernel (:func:`ap_ctrl_hs_signature`), a submodule.
 
-    The kernel is a submodule; ``kernel`` is its :func:`ap_ctrl_hs_signature` component.
-    For the cycle model's retarget rule, a kernel's writes must be the last
-    ``ceil(out_words / words per beat)`` cycles before ``ap_done``, one per cycle
-    (``hts.models.hts``, "retargetable while running"), as :class:`VectorAddKernel` does.
-    The ``ap_rst`` port, rather than a :class:`ResetInserter` around the kernel, is what
-    makes a kernel abandonable: it reaches into HLS-generated Verilog (an ``Instance``),
-    which a reset inserted around it would not.
+    Attributes
+    ----------
+    start, task, record, writes, release, done, writeback, dma
+        :func:`~hts.hdl.interfaces.core_signature`; ``done`` and ``writeback`` held until release.
     """
 
     def __init__(self, config: SystemConfig, kernel: wiring.Component):
@@ -134,8 +92,7 @@ class ApCtrlCore(wiring.Component):
         with m.If(self.release):
             m.d.sync += [running.eq(0), launched.eq(0), finished.eq(0), wrote.eq(0)]
 
-        # The input arguments stay as given for the whole run (``task`` and ``record``
-        # hold them for a cycle): the adapter keeps them, as ``ap_none`` arguments must be.
+        # ``task`` and ``record`` hold the arguments for a cycle; ``ap_none`` needs them kept.
         for name, value in (("in_addr", self.task.reads.base << shift), ("in_words", self.task.reads.blocks << shift),
                             ("meta", self.record.metadata)):
             m.d.comb += getattr(kernel, name).eq(held(m, self.start, value, f"kept_{name}"))
@@ -151,8 +108,7 @@ class ApCtrlCore(wiring.Component):
         return m
 
     def _memory(self, m: Module, kernel, shift: int):
-        """The kernel's master port: requests masked at release, output writes retargeted,
-        answers to an aborted run's reads dropped."""
+        """The kernel's master port: requests masked at release, output writes moved, stale answers dropped."""
         master, port = kernel.mem, self.dma
         output = (master.addr >= kernel.out_addr) & (master.addr - kernel.out_addr < kernel.out_words)
         moved = master.addr - kernel.out_addr + (self.writes.base << shift)
@@ -175,13 +131,11 @@ class ApCtrlCore(wiring.Component):
 
 
 def _saturate(value):
-    """``value`` clipped to int32."""
     return Mux(value > INT32_MAX, INT32_MAX, Mux(value < INT32_MIN, INT32_MIN, value))[:WORD_BITS]
 
 
 def requantise(total, scale):
-    """``hts.models.dsp._requantise(total, scale)`` of one sum: ``total`` times
-    ``2**-scale``, rounded half up and saturated to int32; ``scale`` is SCALE's signed field."""
+    """``hts.models.dsp._requantise`` of one sum: ``total`` × 2^−``scale``, rounded half up, saturated."""
     right = (scale[:-1] - 1)[:SCALE.width - 1]      # 0..30 when scale is 1..31
     # (x + 2**(k-1)) >> k == ((x >> (k-1)) + 1) >> 1: no variable-width constant to add.
     rounded = ((total >> right) + 1) >> 1
@@ -193,38 +147,18 @@ def requantise(total, scale):
 class VectorAddKernel(wiring.Component):
     """``hts.models.dsp.vector_add`` behind :func:`ap_ctrl_hs_signature`, bit for bit.
 
-    With ``L`` = LEN (0: 64), ``n`` = min(L, out_words) and ``W`` words a beat, it
-    computes ``out[i] = requantise(in[i] + in[L + i], SCALE)`` for ``i < n`` and writes
-    zeros for ``n <= i < out_words``; input words at or past ``in_words`` count as zero
-    (the model's zero-padded frame). Three phases, one FSM (``IDLE``, ``READ``, ``PREP``,
-    ``WRITE``), all state registered:
+    ``READ`` requests the beats of ``a`` then ``b`` into a buffer of 33-bit sums, ``WRITE``
+    writes a requantised beat a cycle; ``ap_done`` follows the last write, ``R + λ +
+    ceil(out_words / W) + 2`` cycles after ``ap_start`` (``hts.models.timing.VectorAddCoreLatency``).
 
-    1. ``READ``: one beat requested per cycle the memory is ready: first ``a`` (words
-       ``[0, min(n, in_words))``), then ``b`` (words ``L + [0, n)`` below ``in_words``).
-       No beat is requested wholly past the input region; the last ``b`` beat may reach
-       up to ``W - 1`` words past it, which are masked. Answers land in a buffer of
-       33-bit sums (``a``, then ``a + b`` read-modify-written), one entry per beat;
-    2. once every answer is in, ``PREP`` reads the buffer's first entry;
-    3. ``WRITE``: one beat of ``out`` per cycle, requantised on the way out
-       (combinational), ``ap_done`` and ``ap_ready`` in the cycle after the last write.
+    Parameters
+    ----------
+    config : SystemConfig
 
-    From ``ap_start`` (cycle 0) with an always-ready memory answering reads ``λ`` cycles
-    after acceptance, ``ap_done`` rises in cycle ``R + λ + ceil(out_words / W) + 2``
-    with ``R`` the beats read, or ``ceil(out_words / W) + 3`` if ``R = 0``:
-    ``hts.models.timing.VectorAddCoreLatency``.
-
-    Ports (:func:`ap_ctrl_hs_signature`; inputs driven by its caller, e.g. :class:`ApCtrlCore`):
-
-    - ``ap_rst``, ``ap_start`` (in): sampled at the clock edge; ``ap_start`` only in ``IDLE``;
-    - ``ap_idle`` (out): combinational, the FSM is in ``IDLE``;
-    - ``ap_done``, ``ap_ready`` (out): combinational, together, for the one ``WRITE``
-      cycle that finds no beat left;
-    - ``in_addr``, ``in_words``, ``out_addr``, ``out_words``, ``meta`` (in): read
-      throughout the run (``ap_none``), never latched;
-    - ``mem`` (out): ``read``/``write`` and ``addr`` combinational from the registered
-      state and the scalars; ``wdata`` combinational from the buffer's read port
-      (registered) through :func:`requantise`; ``rdata``/``rvalid`` written to the
-      buffer at the clock edge.
+    Attributes
+    ----------
+    ap_rst, ap_start, ap_done, ap_idle, ap_ready, in_addr, in_words, out_addr, out_words, meta, mem
+        :func:`ap_ctrl_hs_signature`; the arguments are read throughout the run.
     """
 
     def __init__(self, config: SystemConfig):
@@ -297,7 +231,6 @@ class VectorAddKernel(wiring.Component):
                 for k in range(self._lanes)]
 
     def _write(self, m: Module, load, out_beat, lane_shift: int, results):
-        """One output beat a cycle from the buffer (its entry read a cycle ahead), then done."""
         mem = self.mem
         offset = out_beat << lane_shift
         scale = self.meta[SCALE.lsb:SCALE.lsb + SCALE.width].as_signed()
@@ -318,6 +251,5 @@ class VectorAddKernel(wiring.Component):
 
 
 def vector_add_core(config: SystemConfig) -> ApCtrlCore:
-    """The vector-add kernel in its core: what ``hts cosim --rtl-accelerator vector_add``
-    puts in that class's shells, and ``hts synth --block hls_vector_add`` measures."""
+    """The vector-add kernel in its core (``--rtl-accelerator vector_add``, ``--block hls_vector_add``)."""
     return ApCtrlCore(config, VectorAddKernel(config))

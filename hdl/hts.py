@@ -1,28 +1,7 @@
 """The HTS top level: every scheduler block, the accelerator shells, and the CPU port.
 
-RTL of ``HTSModel`` (``models/hts.py``) with ``scheduler="hts"`` (``hts.speculation``
-on) or ``"hts-nospec"`` (off). docs/hardware.md, "How the top level wires the blocks",
-lists the signals that cross blocks, in the order of the model's stages; this module
-is that table. The blocks themselves hold the timing; what is decided here is
-which set of tags, IDs and instances each block hears of:
-
-- *broadcast*: the tags of the tasks the CDB granted last cycle (a register of the CDB),
-  less those a squash released then. The tracker's searches ignore them (``ignoring``),
-  so a task or branch searching now does not wait for them;
-- *released*: broadcast, plus the tags of the tasks a squash removes from the enqueue
-  stage, the window and the stations, plus the tags of the instances it hits (granted
-  or aborted). They leave the tracker and every waiting set at the edge;
-- *aborted*: instances holding a task under a mispredicted ID that the CDB does not
-  grant this cycle (a grant goes first: the model completes before it squashes). They
-  are free at the edge; a granted instance is free at the end of its broadcast;
-- *queued*: the tags of the tasks in the window and the stations at the start of the
-  cycle, a register less last cycle's grants (:func:`queued_tag_sets`), for the
-  copy-back engine's choice of what may still be retargeted; beside it, per speculation
-  ID, the queued tags under it, from which the squash's queued tags are read.
-
-Retirement is here too: a started process whose queue is exhausted, with no pending
-branch, no tracker entry and no TLB entry left, ends (event ``end``), which the CPU hears
-on the notification bus.
+RTL of ``HTSModel`` (``models/hts.py``): it wires the blocks (docs/hardware.md, "How the
+top level wires the blocks"), forms the tag sets they hear of, and retires processes.
 """
 
 import operator
@@ -62,21 +41,21 @@ def holds(block, pid: int) -> Value:
 
 
 def ends(active, drained, tracker, tlb, pid: int) -> Value:
-    """Whether process ``pid`` ends now: started, drained (decode), no tag in flight and
-    no TLB entry left. Shared with the formal harness ``hts.formal.retire``."""
+    """Whether process ``pid`` ends now: started, drained, no tag in flight and no TLB entry
+    left. Shared with ``hts.formal.retire``.
+    """
     return active[pid] & drained[pid] & ~holds(tracker, pid) & ~holds(tlb, pid)
 
 
 def copy_wanted(stalled_on_tlb, drained, tlb, processes: int) -> Value:
-    """The copy-back engine's ``wanted``: a process stalled on the TLB last cycle (a
-    registered stall reason), or a drained process still has TLB entries, which only
-    copies home can remove. Shared with ``hts.formal.retire``."""
+    """The copy-back engine's ``wanted``: a process stalled on the TLB last cycle, or a drained
+    process still has TLB entries. Shared with ``hts.formal.retire``.
+    """
     return stalled_on_tlb | Cat(*(drained[pid] & holds(tlb, pid) for pid in range(processes))).any()
 
 
 def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
-    """Window → stations → dispatch arbiter → ASR, as the top level wires them (the formal
-    pipeline harness, ``hts.formal.pipeline``, wires the same way)."""
+    """Window → stations → dispatch arbiter → ASR (the formal pipeline harness wires them so too)."""
     m.d.comb += [
         arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
         arbiter.has_free.eq(asr.has_free),
@@ -95,11 +74,10 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
 
 
 def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash, squashed):
-    """CDB grants and squash aborts of the shells, and the tag sets of this cycle, as the
-    top level wires them (the formal pipeline harness wires the same way). ``squash`` is
-    the branch unit's; ``squashed`` are the tags the squash removes from the queues.
-    Returns (aborted, broadcast, released), as the module docstring defines them; the
-    caller connects each shell's ``granted`` and ``abort``."""
+    """CDB grants, squash aborts and this cycle's tag sets (the formal pipeline harness wires
+    them so too). ``squashed``: the tags the squash removes from the queues. Returns
+    (aborted, broadcast, released); the caller connects each shell's ``granted`` and ``abort``.
+    """
     tags = config.hts.tracker_entries
     held_tags = [shell.current.tag for shell in shells]
     hit = Signal(len(shells))               # busy under a mispredicted ID, granted or not
@@ -122,18 +100,10 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
 
 
 def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, last_granted, squash, confirm):
-    """The tags of the tasks in the window and the stations at the start of the cycle,
-    kept in registers rather than gathered from every queue's slots, an index
-    set per queue (docs/hardware.md, "Timing"): ``queued``, and per speculation ID the
-    queued tags whose mask holds it. A tag joins when its task is ``appended`` to the
-    window (``appended_mask`` its mask), leaves when it is squashed or granted, and
-    issue moves it between queues without changing the sets; a confirmed ID leaves every
-    mask, so its set empties. A grant's tag leaves the registers an edge late, so that
-    no register waits for the grant's pick: in the cycle after, ``last_granted`` (the
-    arbiter's register) masks it out of the sets read. Returns ``queued``, the sets by ID
-    (a list) and this cycle's ``squashed``: the queued tags under ``squash``, the entries
-    the queues' doomed bits remove (an AND-OR of registers). Every simulation asserts the
-    sets equal to :func:`gathered_tag_sets`."""
+    """The tags the window and the stations hold, and per speculation ID those under it, in
+    registers (docs/microarchitecture.md, "The queued tag sets"). Returns the queued tags, the
+    sets by ID, and the queued tags under ``squash``.
+    """
     tags, spec_ids = config.hts.tracker_entries, config.hts.spec_ids
     kept = Signal(tags, name="queued_kept")
     kept_under = [Signal(tags, name=f"queued_kept_under_id{spec_id}") for spec_id in range(spec_ids)]
@@ -151,9 +121,7 @@ def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, la
 
 
 def gathered_tag_sets(config: SystemConfig, queues) -> Value:
-    """What :func:`queued_tag_sets` keeps, gathered from the valid slots of ``queues``: the
-    queued tags, then per speculation ID the tags under it, in one value (for checks only:
-    this is the logic the kept sets save)."""
+    """What :func:`queued_tag_sets` keeps, gathered from the queues' slots (for checks only)."""
     tags = config.hts.tracker_entries
     valid = [bit for queue in queues for bit in queue.valid]
     entries = [entry for queue in queues for entry in queue.entries]
@@ -166,22 +134,22 @@ def gathered_tag_sets(config: SystemConfig, queues) -> Value:
 class HTS(wiring.Component):
     """The hardware task scheduler with its accelerator instances.
 
-    Ports:
+    Parameters
+    ----------
+    config : SystemConfig
+    core : callable
+        Builds each instance's core from ``(config, class_index)``; default ``LatencyCore``.
 
-    - ``cpu`` (in, :func:`~hts.hdl.interfaces.cpu_signature`): program load, start, end
-      notification, fault;
-    - ``branch_read`` (out, :func:`~hts.hdl.interfaces.branch_read_signature`): the branch
-      unit's memory reads;
-    - ``copyback_tm``, ``copyback_home`` (out, :func:`~hts.hdl.interfaces.dma_signature`):
-      the copy-back engine's reads of TM and writes home (``hts.hdl.copy_back``);
-    - ``accel_dma`` (out, one :func:`~hts.hdl.interfaces.dma_signature` per flat
-      instance): each accelerator core's memory master port;
-    - ``events`` (out, :func:`~hts.hdl.interfaces.trace_layout`): this cycle's events, the
-      trace port (not named ``trace``: Verilator gives its models a ``trace`` method).
-
-    ``core`` builds the core of each instance from ``(config, class_index)``; the
-    default, :class:`hts.hdl.accelerator.LatencyCore`, takes the configured latency.
-    The blocks are public attributes, for tests and for the synthesis report.
+    Attributes
+    ----------
+    cpu : In(cpu_signature)
+        Program load, length, window, start; running, ended, fault.
+    branch_read, copyback_tm, copyback_home, accel_dma : Out
+        Memory ports: branch reads, the copy-back engine's, each core's (``dma_signature``).
+    events : Out(trace_layout)
+        The trace port (not ``trace``: Verilator gives its models a ``trace`` method).
+    queues, decode, enqueue, tracker, tlb, window, stations, arbiter, asr, cdb, branch_unit, copy_back, shells
+        The blocks, for tests and the synthesis report.
     """
 
     def __init__(self, config: SystemConfig, core=LatencyCore):
@@ -325,10 +293,9 @@ class HTS(wiring.Component):
         for slot, entry in enumerate(branch_unit.entries):
             view = trace.branches[slot]
             m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
-        # An issue slot shows last cycle's issue, read as an event of that cycle
-        # (hdl/trace.py), so that the tracker read by its tag is not behind the window's
-        # pick. The entry is still there: an issued task's tag is freed a cycle later at
-        # the earliest (its squash), and its pid and pc are never rewritten.
+        # An issue slot shows last cycle's issue, so that the tracker read is not behind the
+        # window's pick. The entry is still there: an issued tag is freed a cycle later at the
+        # earliest (its squash), and its pid and pc are never rewritten.
         for slot, (issued, valid, task) in enumerate(zip(trace.issue, window.issue_valid, window.issue_task)):
             was_issued, tag = Signal(name=f"issued_{slot}"), Signal.like(task.tag, name=f"issued_tag_{slot}")
             m.d.sync += [was_issued.eq(valid), tag.eq(task.tag)]
@@ -338,8 +305,6 @@ class HTS(wiring.Component):
         return m
 
     def _copy_back(self, m: Module, queued):
-        """The engine's inputs: TLB choices, what may still be retargeted (``queued``: the
-        window's and stations' tags), whether a copy is wanted."""
         copy_back, tlb, tracker, decode = self.copy_back, self.tlb, self.tracker, self.decode
         m.d.comb += [
             copy_back.copy_valid.eq(tlb.copy_valid),
@@ -367,7 +332,6 @@ class HTS(wiring.Component):
         m.d.comb += copy_back.wanted.eq(copy_wanted(stalled_on_tlb, decode.drained, self.tlb, len(self.queues)))
 
     def _front_end(self, m: Module) -> Signal:
-        """CPU port, task queues, decode and branch unit; returns the processes ending now."""
         config, cpu = self._config, self.cpu
         decode, enqueue, tracker, tlb, branch_unit = self.decode, self.enqueue, self.tracker, self.tlb, self.branch_unit
         processes = config.hts.processes
@@ -468,16 +432,7 @@ class HTS(wiring.Component):
         return retiring
 
     def _tracker_search(self, m: Module):
-        """The tracker's one search: the enqueue stage's task or the branch unit's memory branch.
-
-        Both were decoded last cycle and decode takes one instruction a cycle, so at most
-        one of them searches; the memory branch's block is a one-block read with no write,
-        whose RAW dependences are its writers. Sharing the comparators saves two per
-        tracker entry. A task that took a TLB entry writes a TM region just handed out,
-        which nothing in flight touches: it searches with the entry's home as its write
-        query, whose overlaps are the new slot's ``touches`` column (docs/hardware.md,
-        "Timing").
-        """
+        """The tracker's one search: the enqueue stage's task, else the branch unit's memory branch."""
         tracker, enqueue, branch_unit, decode = self.tracker, self.enqueue, self.branch_unit, self.decode
         m.d.sync += Assert(~(decode.enqueue.valid & decode.branch.valid),
                            "a task and a memory branch decoded together would search the tracker together")

@@ -1,11 +1,7 @@
 """Signatures and layouts that cross between the RTL blocks, sized from one :class:`SystemConfig`.
 
-Every shape that more than one block builds its ports or signals with is defined here
-once, with the widths, enumerations and instance numbering it is made of: blocks import
-them from here, never from a sibling block. A layout that only its own block uses stays
-in that block's module. Every width comes from ``config.widths`` (hts/config.py); the
-instruction itself is ``hts.isa.Instruction``. The logic several blocks apply to these
-values (range overlap, look-up by tag, retarget) is in ``hts.hdl.primitives``.
+Blocks import them from here, never from a sibling; the logic applied to them is in
+``hts.hdl.primitives``.
 """
 
 from amaranth.hdl import Cat, Value
@@ -32,11 +28,7 @@ __all__ = ["fetch_pc_width", "WORD_BITS", "word_address_width", "instance_number
 
 
 def fetch_pc_width(config: SystemConfig) -> int:
-    """Bits of the fetch PC and the program length, which both reach ``program_words``.
-
-    ``config.widths.pc`` addresses a word; one more value is needed for "past the last
-    word", where a finished program's fetch PC rests.
-    """
+    """Bits of the fetch PC and the program length: ``program_words`` + 1 values (one past the end)."""
     return bits_for(config.hts.program_words + 1)
 
 
@@ -50,7 +42,7 @@ def word_address_width(config: SystemConfig) -> int:
 
 
 def instance_numbering(config: SystemConfig) -> list[tuple[int, int]]:
-    """(class, instance) of every flat instance index, in flat order."""
+    """(class, instance) of every flat instance index, in flat (class-major) order."""
     return [(class_index, instance) for class_index, acc in enumerate(config.accelerators)
             for instance in range(acc.count)]
 
@@ -71,12 +63,7 @@ def region_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def program_word_layout(config: SystemConfig) -> data.StructLayout:
-    """A program word as the program memory holds it: the instruction and its pc-relative
-    target (a jump's or an ``if``'s; meaningless for other instructions), computed when
-    the word is loaded: ``target`` is pc + signed C saturated at ``program_words`` (past
-    the end: nothing to fetch), and whether the word is ``malformed`` (an illegal word
-    whatever the state it meets, ``hts.hdl.task_queue.malformed``). Neither fetch nor
-    decode adds or compares IDs in its cycle (``hts.hdl.task_queue``)."""
+    """A program word as program memory holds it, with its ``target`` and ``malformed`` computed at load."""
     return data.StructLayout({"word": Instruction, "target": fetch_pc_width(config), "malformed": 1})
 
 
@@ -111,9 +98,7 @@ def fault_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:
-    """What the memory tracker keeps per in-flight task (its index is the task's tag): the
-    regions it searches, and the rest of the task that no queue updates (pid, pc, task
-    ID, metadata), kept here once instead of in every queue the task passes through."""
+    """What the memory tracker keeps per in-flight task (index = tag): its regions and the rest of the task."""
     region = region_layout(config)
     return data.StructLayout({"pid": config.widths.pid, "reads": region, "writes": region,
                               "pc": config.widths.pc, "task_id": _field_width("task_id"),
@@ -121,32 +106,24 @@ def tracker_entry_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def tracker_register_layout(config: SystemConfig) -> data.StructLayout:
-    """The part of a tracker entry kept in flip-flops: what searches read and retargets
-    rewrite (the regions), the pid, which a process's end reads from every entry, and the
-    pc, which the trace reads for the window's issue slots."""
+    """The part of a tracker entry in flip-flops: regions, pid and pc, which searches, retargets and the trace read."""
     return data.StructLayout({name: shape for name, shape in tracker_entry_layout(config).members.items()
                               if name in ("pid", "pc", "reads", "writes")})
 
 
 def task_record_layout(config: SystemConfig) -> data.StructLayout:
-    """The part of a tracker entry that only the delivered task carries (task ID,
-    metadata): written once, read by tag, so the tracker keeps it in distributed RAM."""
+    """The part of a tracker entry in distributed RAM: task ID and metadata, read by tag."""
     return data.StructLayout({name: shape for name, shape in tracker_entry_layout(config).members.items()
                               if name not in tracker_register_layout(config).members})
 
 
 def record_read_signature(config: SystemConfig) -> wiring.Signature:
-    """A read of a tag's task record, as the reader drives it: ``tag`` out, and the
-    ``record`` of that tag back in the same cycle (an asynchronous RAM read)."""
+    """A read of a tag's task record, as the reader drives it: ``tag`` out, the ``record`` back in the same cycle."""
     return wiring.Signature({"tag": Out(config.widths.tag), "record": In(task_record_layout(config))})
 
 
 def queued_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A decoded task as the window and the reservation stations hold it: its tag, and
-    what changes or is searched while it waits there. ``mask`` holds the speculation IDs
-    of the unresolved branches it was decoded under; ``waits`` holds the tags not yet
-    broadcast that it depends on. The rest of the task is its tag's tracker entry, which
-    takes the retargets the model applies to queued tasks, by the same rule."""
+    """A task as window and stations hold it: tag, class, speculation ``mask``, ``waits`` (tags)."""
     return data.StructLayout({
         "tag": config.widths.tag,
         "accel_class": config.widths.accel_class,
@@ -156,12 +133,9 @@ def queued_task_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def task_layout(config: SystemConfig) -> data.StructLayout:
-    """A whole task, as decode plans it and the enqueue stage holds it: the fields of a
-    queued task and of its tag's tracker entry. ``reads`` and ``writes`` are physical
-    (TM when remapped). The fields are listed here rather than concatenated from the two
-    layouts: their order is the bit order of every port that carries a task, and the
-    synthesis results in docs/results.md were measured with this one (a concatenated
-    order gave Yosys 588 more LUT4s, from the same logic)."""
+    """A whole task: a queued task's fields and its tracker entry's; regions are physical. The
+    field order is the bit order of every port carrying a task (the synthesis figures used it).
+    """
     widths, region = config.widths, region_layout(config)
     return data.StructLayout({
         "tag": widths.tag,
@@ -178,45 +152,31 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def granted_task_layout(config: SystemConfig) -> data.StructLayout:
-    """What an accelerator shell takes of a task in its grant's cycle: the tag (for the
-    broadcast) and the mask (for the squash's aborts and the confirms). The rest of the
-    task follows the cycle after (``delivered_task_layout``), when it starts."""
+    """What a shell takes of a task in its grant's cycle: tag and mask."""
     task = task_layout(config).members
     return data.StructLayout({name: task[name] for name in ("tag", "mask")})
 
 
 def delivered_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as the dispatch arbiter delivers it to an accelerator shell in the cycle
-    after its grant, when it starts, and as the trace shows it: the whole task but its
-    record (task ID, metadata), which comes beside it, read from the tracker's RAM. Both
-    are read by the tag registered at the grant, so that no tracker read is behind the
-    grant (docs/hardware.md, "Timing")."""
+    """A task as delivered to a shell the cycle after its grant (and as the trace shows it): all but its record."""
     record = task_record_layout(config).members
     return data.StructLayout({name: shape for name, shape in task_layout(config).members.items()
                               if name not in record})
 
 
 def held_task_layout(config: SystemConfig) -> data.StructLayout:
-    """What an accelerator shell holds of its task while it runs: what the scheduler reads
-    back (the tag for the broadcast, the mask for the squash, pid and pc for the trace)
-    and the output region, which a retarget may change. The rest of the task (its input
-    region and class, its task ID and metadata, all with ``start``) reaches the core; a
-    core keeps what it needs of it."""
+    """What a shell holds of its task: tag, pid, pc, mask and output region."""
     task = task_layout(config).members
     return data.StructLayout({name: task[name] for name in ("tag", "pid", "pc", "mask", "writes")})
 
 
 def decoded_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as decode hands it to the enqueue stage: the whole task but ``waits``, which
-    the enqueue stage finds in the tracker the next cycle."""
+    """A task as decode hands it to the enqueue stage: all but ``waits``."""
     return data.StructLayout({name: shape for name, shape in task_layout(config).members.items() if name != "waits"})
 
 
 def decoded_signature(config: SystemConfig) -> wiring.Signature:
-    """A task leaving decode for the enqueue stage, as decode drives it; ``reads_copy``,
-    one bit per TLB slot: the slot whose TM copy its ``reads`` are (none: it reads home),
-    by which a retarget in its decode cycle finds it
-    (:func:`~hts.hdl.primitives.retargeted_ranges`)."""
+    """A task leaving decode; ``reads_copy``: the TLB slot whose TM copy its reads are (none: home)."""
     return wiring.Signature({"valid": Out(1), "task": Out(decoded_task_layout(config)),
                              "reads_copy": Out(config.hts.tlb_entries)})
 
@@ -269,11 +229,7 @@ def branch_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def loop_frame_layout(config: SystemConfig) -> data.StructLayout:
-    """One open loop (``hts.models.loop_stack.LoopFrame``).
-
-    ``remaining`` counts iterations still to start after the current one; it starts at
-    ``lbeg``'s A - 1, and A is an immediate, so it needs the width of the A field.
-    """
+    """One open loop; ``remaining``, from ``lbeg``'s A − 1, has the A field's width."""
     trip_count = next(width for name, _, width in FIELDS if name == "a")
     widths = config.widths
     return data.StructLayout({"body_start": widths.pc, "counter": widths.gpr_index, "remaining": trip_count})
@@ -292,14 +248,13 @@ def tlb_entry_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def tlb_request_layout(config: SystemConfig) -> data.StructLayout:
-    """What decode supplies for a new entry; the TLB adds its TM base, not yet produced."""
+    """What decode supplies for a new TLB entry; the TLB adds its TM base."""
     return data.StructLayout({"pid": config.widths.pid, "home": region_layout(config),
                               "mask": config.hts.spec_ids, "producer": config.widths.tag})
 
 
 def tlb_query_layout(config: SystemConfig) -> data.StructLayout:
-    """What decode looks up in the TLB for a queue head: a task's input and output
-    regions and a memory branch's block (bases cut to the physical width)."""
+    """What decode looks up in the TLB for a head: a task's input and output, a memory branch's block."""
     region = region_layout(config)
     return data.StructLayout({"read": region, "write": region, "block": config.widths.phys_block})
 
@@ -311,16 +266,13 @@ class HeadSource(enum.Enum, shape=1):
 
 
 def tlb_lookahead_layout(config: SystemConfig) -> data.StructLayout:
-    """A process's head at the next edge, for the TLB to compare with its homes a cycle
-    ahead: the query of the head and of the next one, and which it will be (``take``,
-    late in the cycle)."""
+    """A process's head at the next edge: the queries of the head and of the next one, and which it will be."""
     query = tlb_query_layout(config)
     return data.StructLayout({"stay": query, "next": query, "take": HeadSource})
 
 
 def tlb_checks_layout() -> data.StructLayout:
-    """Which relations kept for a head its look-up means, for simulation's assertions: its
-    regions' (a task) and its block's (a memory branch)."""
+    """Which kept relations the head's look-up means (simulation's assertions only)."""
     return data.StructLayout({"regions": 1, "block": 1})
 
 
@@ -330,16 +282,9 @@ def occupy_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def dma_signature(config: SystemConfig) -> wiring.Signature:
-    """A core's memory master port (its DMA engine), as seen from the core.
-
-    One beat moves ``hts.copyback_words_per_cycle`` consecutive words, the same port width
-    as the copy-back engine; lane ``k`` of ``wdata``/``rdata`` is the word at ``addr + k``.
-
-    - Request: ``addr`` (word address; TM words sit above home memory), ``read`` or
-      ``write`` (never both; both low: no request), ``wdata`` (with ``write``). The master
-      holds the request until the memory accepts it with ``ready`` high in the same cycle.
-    - Read response: ``rvalid`` with ``rdata``, one beat per accepted read, in request
-      order, at least one cycle after acceptance. The master always takes it.
+    """A core's memory master port, as seen from the core: a beat of ``copyback_words_per_cycle``
+    words (lane ``k`` at ``addr + k``); a request is held until ``ready``, each accepted read
+    answered by ``rvalid`` with ``rdata``, in order, a cycle or more later.
     """
     beat = WORD_BITS * config.hts.copyback_words_per_cycle
     return wiring.Signature({
@@ -356,19 +301,10 @@ def dma_signature(config: SystemConfig) -> wiring.Signature:
 def core_signature(config: SystemConfig) -> wiring.Signature:
     """What a core offers its shell, as seen from the core.
 
-    - ``start`` (in): the task starts this cycle, the cycle after its grant; ``task``
-      carries it but its record, and means nothing in other cycles (the core keeps what it
-      needs of it);
-    - ``record`` (in): the starting task's task ID and metadata, with ``start`` only (the
-      dispatch arbiter reads ``task`` and ``record`` by the tag it registered at the grant);
-    - ``writes`` (in): the output region of the task the shell holds, from ``start`` on.
-      Its base may change (retarget) until ``writeback`` rises, and not after;
-    - ``release`` (in): the task leaves (granted or aborted); the core is idle from the
-      next cycle;
-    - ``done`` (out): the task has finished (held until ``release``);
-    - ``writeback`` (out): the core is writing its output back, or has done so (held until
-      ``release``); it reads ``writes`` from its first cycle on;
-    - ``dma`` (out): the memory master port (:func:`dma_signature`).
+    ``start`` (in): the task starts now, with ``task`` and ``record`` (meaningful then only);
+    ``writes`` (in): the output region, whose base may change until ``writeback`` rises;
+    ``release`` (in): the task leaves; ``done``, ``writeback`` (out): held until ``release``;
+    ``dma``: the memory master port.
     """
     return wiring.Signature({
         "start": In(1),
@@ -388,26 +324,7 @@ def retarget_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def cpu_signature(config: SystemConfig) -> wiring.Signature:
-    """The CPU's port into the scheduler, as seen from the CPU.
-
-    - ``load`` (out): ``valid``, ``pid``, ``addr``, ``word``: write one program word of a
-      process that is not running;
-    - ``length`` (out): ``valid``, ``pid``, ``words``: the program's length (fetch stops
-      there), set before the start;
-    - ``start`` (out): one bit per process; those set start together. The cycle after
-      the start is the model's cycle 0 for them: fetch begins at word 0, and GPRs, loop
-      stack and speculation state start from reset;
-    - ``running`` (in): per process, started and not yet ended;
-    - ``ended`` (in): per process, a one-cycle pulse when it ends: every task done and
-      every speculative result home (the paper's notification bus; the model's ``end``);
-    - ``window`` (out, :func:`window_request_layout`): ``valid``, ``pid``,
-      ``base``, ``blocks``: the home blocks the process may touch, set before its start
-      (reset: all of home memory);
-    - ``fault`` (in, :func:`fault_layout`): ``valid``, ``pid``, ``pc``,
-      ``cause``, for one cycle: the process stopped at that instruction of its committed
-      path, which touches memory outside its window or cannot execute (``ILLEGAL``). Its
-      older tasks finish, then it ends as if drained (the model reports the fault as an error at the source line).
-    """
+    """The CPU's port into the scheduler, as seen from the CPU (docs/hardware.md, "The top level")."""
     hts, widths = config.hts, config.widths
     return wiring.Signature({
         "load": Out(data.StructLayout({"valid": 1, "pid": widths.pid, "addr": widths.pc, "word": Instruction})),
@@ -421,12 +338,7 @@ def cpu_signature(config: SystemConfig) -> wiring.Signature:
 
 
 def branch_read_signature(config: SystemConfig) -> wiring.Signature:
-    """Memory branches' reads, one lane per branch-unit slot, as seen from the scheduler.
-
-    ``valid[i]`` with ``block[i]`` (out) asks for the first word of a (physical) block;
-    the memory answers on ``data[i]`` (in) exactly ``timing.memory_latency`` cycles later,
-    with the word as it stands in that cycle (``hts.hdl.branch_unit``, *Memory reads*).
-    """
+    """Memory branches' reads, a lane per branch-unit slot, answered ``timing.memory_latency`` cycles later."""
     slots = config.hts.spec_ids + config.hts.processes
     return wiring.Signature({
         "valid": Out(slots),
@@ -441,7 +353,7 @@ def beats_per_block(config: SystemConfig) -> int:
 
 
 def largest_copy_beats(config: SystemConfig) -> int:
-    """Beats of the largest region an entry can map (its size field all ones)."""
+    """Beats of the largest region an entry can map."""
     return ((1 << config.widths.region_blocks) - 1) * beats_per_block(config)
 
 
@@ -460,9 +372,7 @@ def retarget_trace_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def dispatch_trace_layout(config: SystemConfig) -> data.StructLayout:
-    """One ``dispatch`` event of the cycle before: the task as delivered (its class is
-    ``task.accel_class``) and its instance. The port shows a grant the cycle after it,
-    with the task read by the registered tag, as the shell gets it."""
+    """One ``dispatch`` event of the cycle before: the task as delivered, and its instance."""
     return data.StructLayout({"valid": 1, "instance": config.widths.instance, "task": delivered_task_layout(config)})
 
 
@@ -477,20 +387,8 @@ def _branch_view_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def trace_layout(config: SystemConfig) -> data.StructLayout:
-    """Everything an event of the cycle is made of, valid bits first.
-
-    - ``end``: per process, it ends this cycle (also the CPU port's ``ended``);
-    - ``complete``, ``abort``: per flat accelerator instance (``hts.hdl.asr``), its task
-      is granted the CDB, or aborted; ``held``: the task each instance holds;
-    - ``branch_resolving``, ``branch_taken``, ``branches``: per branch-unit slot
-      (``hts.hdl.branch_unit``: speculation IDs first, then one per process);
-    - ``squash``: speculation IDs mispredicted; ``squashed_tags``: enqueue-stage, window
-      and station tasks removed by them (the process of each tag tells which squash removed it);
-    - ``retarget``, ``copyback``: the copy-back engine's events;
-    - ``dispatch``: the arbiter's grants of the cycle before, lowest class first;
-      ``issue``: window to stations in the cycle before, oldest first; ``enqueue``: the
-      task entering the window, with the tags it waits for; ``decode``: the task decoded
-      into the enqueue stage; ``fault``: decode's fault (:func:`fault_layout`).
+    """Everything an event of the cycle is made of (the trace port), valid bits first; dispatch
+    and issue are the cycle before's.
     """
     hts = config.hts
     instances = len(instance_numbering(config))

@@ -1,10 +1,7 @@
 """Loop stack of one process, with speculation checkpoints.
 
-RTL of ``hts.models.loop_stack``; decode drives it as ``begin_loop`` and ``end_loop`` in
-models/control.py do: ``lbeg`` pushes, ``lend`` reads the top and replaces it with one
-iteration fewer, or pops it after the last. The frames sit in a shift register whose
-slot 0 is the top, so ``top`` comes straight from registers: decode indexes a GPR read
-port with ``top.counter`` and decides loop back on ``top.remaining`` in the same cycle.
+RTL of ``hts.models.loop_stack``: frames in a shift register whose slot 0 is the top, so
+``top`` comes straight from registers.
 """
 
 from amaranth.hdl import Assert, Module, Signal
@@ -20,28 +17,20 @@ __all__ = ["LoopStack"]
 
 
 class LoopStack(wiring.Component):
-    """``hts.loop_depth`` frames and ``hts.spec_ids`` snapshots of the whole stack.
+    """``hts.loop_depth`` frames and ``hts.spec_ids`` snapshots; one operation a cycle.
 
-    Outputs (combinational from registers, the state at the start of the cycle):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``top`` (out, to decode): the innermost frame; meaningless while ``empty``;
-    - ``empty`` (out), ``depth`` (out): frames on the stack.
-
-    Updates (land at the clock edge; at most one of push, replace, pop and restore per
-    cycle, since decode executes one instruction per cycle and a restore happens only in
-    a cycle the process does not decode; asserted):
-
-    - ``push`` (in, ``lbeg`` with A > 0): ``frame`` becomes the new top; only while not
-      full (the assembler bounds nesting by ``hts.loop_depth``);
-    - ``replace`` (in, ``lend`` looping back): ``frame`` replaces the top;
-    - ``pop`` (in, ``lend`` of the last iteration): drop the top;
-    - ``frame`` (in): the frame pushed or written by ``replace``;
-    - ``checkpoint_en``, ``checkpoint_slot`` (in, from decode): copy the stack and its
-      depth as they are at the start of the cycle into a slot, whatever else lands
-      (decode does so into the lowest free speculation ID's slot in every cycle, as for
-      the GPR bank);
-    - ``restore_en``, ``restore_slot`` (in, the branch unit on a misprediction): the
-      stack and depth come back from a slot.
+    Attributes
+    ----------
+    top, empty, depth : Out
+        The innermost frame (meaningless while ``empty``), and the frames held.
+    push, replace, pop, frame : In
+        ``lbeg`` pushes ``frame``; ``lend`` replaces the top with it, or pops.
+    checkpoint_en, checkpoint_slot, restore_en, restore_slot : In
+        Copy the stack into a slot; bring it back from one.
     """
 
     def __init__(self, config: SystemConfig):
@@ -67,8 +56,7 @@ class LoopStack(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         capacity = self._capacity
-        # Frames below the depth and snapshots of no live checkpoint are never read: no
-        # reset (record_register, hdl/primitives.py), neither at rst nor at a process start.
+        # No reset, at rst or a start: frames below the depth and dead snapshots are never read.
         frames = Signal(data.ArrayLayout(self._frame, capacity), reset_less=True)   # frames[0] is the top
         m.d.comb += [self.top.eq(frames[0]), self.empty.eq(self.depth == 0)]
 

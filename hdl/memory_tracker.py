@@ -1,23 +1,7 @@
 """Memory tracker: a CAM of the regions every in-flight task reads and writes.
 
-RTL of ``hts.models.memory_tracker``; see docs/microarchitecture.md for its timing. One
-entry per task from decode until its completion is broadcast; the entry index is the
-task's tag. A retarget by the copy-back engine rewrites ranges in place
-(``_apply_retarget`` of ``models/hts.py``).
-
-An entry holds the rest of its task too (pid, pc, task ID, metadata): the window and the
-stations queue only tags, masks and waits, and the dispatch arbiter completes a granted
-task from here. The ranges a queued task carries in the model are the ones kept here,
-since both are written by decode and rewritten by the same retargets. The part of an
-entry that only the delivered task carries (task ID, metadata) is kept in distributed RAM
-and read by tag (docs/hardware.md).
-
-It also keeps, registered, which TLB slots each entry touches, so that the TLB's copy-back
-choice reads one bit per (tag, slot) instead of comparing every home with every range
-each cycle. Tracker ranges change only when a tag is allocated or retargeted, and TLB
-homes only when a slot is allocated, so the bits are computed at those edges alone; a
-new slot's bits a cycle late, from the search for the task that allocated it
-(``_update_touches``).
+RTL of ``hts.models.memory_tracker``; index = tag. An entry also holds the rest of its task
+and which TLB homes it touches (docs/microarchitecture.md, "Enqueue's cycle").
 """
 
 from amaranth.hdl import Cat, Module, Mux, Signal
@@ -37,61 +21,32 @@ __all__ = ["MemoryTracker"]
 class MemoryTracker(wiring.Component):
     """Range CAM over ``hts.tracker_entries`` entries, with lowest-free-tag allocation.
 
-    Look-up ports (combinational, on the state registered at the start of the cycle):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``query_reads``, ``query_writes`` (in, from the top level): the physical regions
-      searched. Either the enqueue stage's task (decode allocated its entry last cycle)
-      or the branch unit's memory branch (its block as a one-block read, no write):
-      both were decoded last cycle, and decode takes one instruction a cycle, so the two
-      searches share one set of comparators;
-    - ``query_home`` (in, from the top level): ``query_writes`` is not the task's output
-      but the home of the TLB slot allocated last cycle, for that task's speculative
-      output. The task writes the TM region the bump pointer has just handed out, which
-      no range in flight touches (the top level asserts it), so it has no WAR or WAW
-      dependence; the home's overlaps give the slot's ``touches`` column instead;
-    - ``ignoring`` (in, from the CDB): tags broadcast this cycle, which a search made now
-      need not wait for;
-    - ``depends`` (out, to the enqueue stage and the branch unit): tags whose entries the
-      queried regions meet (RAW, and WAR and WAW unless ``query_home``), ``ignoring``
-      aside; a task's own tag among them; for a branch, the tags that write its block;
-    - ``free_tag``, ``has_free`` (out, to decode): the lowest free tag, and whether any is.
-
-    Updates (registered, land at the clock edge):
-
-    - ``alloc`` (in, from decode): allocate ``free_tag`` with ``alloc_entry``, which
-      touches no home of a TLB entry valid at the start of the cycle (decode's rules;
-      the top level asserts it in simulation). The free tag's entry and age row take
-      ``alloc_entry`` in every cycle; ``alloc`` only sets its valid bit;
-    - ``release`` (in, from the CDB and the squash logic): tags to free;
-    - ``retarget``, ``retarget_tm``, ``retarget_home``, ``retarget_producer`` (in, from
-      the copy-back engine), ``retarget_slot`` (in, from the TLB): the entry of tag
-      ``retarget_producer`` writes ``retarget_home``, and every entry whose ``reads`` is
-      exactly ``retarget_tm`` reads ``retarget_home``, the entry allocated in this cycle
-      included (the model decodes before the end-of-cycle rewrite): that one is found by
-      ``alloc_reads_copy`` (in, from decode), the TLB slot its reads were remapped
-      through. The model matches writes on the TM region rather than on the producer's
-      tag: while the TLB entry lives, only its producer writes it.
-
-    TLB homes, for ``touches`` (in, from the TLB and decode):
-
-    - ``tlb_homes``: the home region of every TLB slot (the TLB's registered ``entries``;
-      those of free slots are never used);
-    - ``tlb_alloc``, ``tlb_alloc_slot``: decode writes a TLB entry into slot
-      ``tlb_alloc_slot`` (the TLB's ``alloc_slot``) at this edge; its ``touches`` column
-      is registered at the next one, from that cycle's search (``query_home``).
-
-    State read by other blocks:
-
-    - ``valid`` (out): one bit per tag in use; ``entries`` (out): their regions, pid and pc;
-    - ``record_reads`` (in, ``hts.dispatch_width`` of
-      :func:`~hts.hdl.interfaces.record_read_signature`, from the dispatch arbiter): each
-      names a tag and gets its task ID and metadata back, combinationally (an asynchronous
-      read of the distributed RAM, written at the clock edge like the rest of the entry);
-    - ``holds_tm`` (out, to the TLB's ``tm_idle``): some entry valid at the start of the
-      cycle reads or writes TM;
-    - ``touches`` (out, to the TLB): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
-      overlap the home of TLB slot ``i`` (registered; meaningful when both are valid, and
-      the slot was not allocated in the cycle before).
+    Attributes
+    ----------
+    query_reads, query_writes, ignoring, depends : In, In, In, Out
+        The search; the tags broadcast now, left out; the tags whose ranges it meets.
+    query_home : In
+        ``query_writes`` is a new TLB home: its overlaps are ``touches``, not ``depends``.
+    free_tag, has_free, alloc, alloc_entry : Out, Out, In, In
+        The lowest free tag; decode allocates it at the edge (written every cycle).
+    alloc_reads_copy : In
+        The TLB slot the new entry's reads came through, for this cycle's retarget.
+    release : In
+        Tags freed at the edge.
+    retarget, retarget_tm, retarget_home, retarget_producer, retarget_slot : In
+        The producer writes home and readers of the copy read home, from the edge.
+    tlb_homes, tlb_alloc, tlb_alloc_slot : In
+        The TLB's homes and the slot written at this edge.
+    valid, entries, holds_tm : Out
+        Tags in use; their regions, pid and pc; whether one touches TM.
+    touches : Out, registered
+        ``touches[t]`` bit ``i``: tag ``t``'s ranges overlap TLB slot ``i``'s home.
+    record_reads : In(record_read_signature), per dispatch way
+        A tag's task ID and metadata, read without a clock.
     """
 
     def __init__(self, config: SystemConfig):
@@ -144,8 +99,7 @@ class MemoryTracker(wiring.Component):
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
 
-        # Entries and ``touches`` mean something only for valid tags: no reset
-        # (record_register, hdl/primitives.py).
+        # No reset: entries and ``touches`` mean something only for valid tags.
         entries = record_register(m, self.entries, "entry_records")
         allocated, writing = Signal(count), Signal(count)
         m.d.comb += allocated.eq(index_set([self.alloc], [self.free_tag], count))
@@ -170,14 +124,12 @@ class MemoryTracker(wiring.Component):
         return m
 
     def _registers_of(self, m: Module, entry):
-        """The flip-flop part of a whole tracker entry (``tracker_register_layout``)."""
         registers = Signal(self.entries.shape().elem_shape, name="arriving_registers")
         m.d.comb += [getattr(registers, name).eq(getattr(entry, name)) for name, _ in registers.shape()]
         return registers
 
     def _records(self, m: Module):
-        """Task ID and metadata in distributed RAM: the free tag's written every cycle,
-        like its registers (only ``alloc`` waits for decode), one read port per reader."""
+        """Task ID and metadata in distributed RAM, the free tag's written every cycle."""
         arriving = Signal(self._record, name="arriving_record")
         m.d.comb += [getattr(arriving, name).eq(getattr(self.alloc_entry, name)) for name, _ in self._record]
         readers = list(self.record_reads)
@@ -189,36 +141,15 @@ class MemoryTracker(wiring.Component):
         return (region.blocks != 0) & (region.base >= self._home_blocks)
 
     def _retargeted(self, m: Module, tag, entry, name: str, reads_copy=None):
-        """``entry`` (for ``tag``) with this cycle's retarget applied, and whether it
-        rewrote a range (``reads_copy``: see :func:`~hts.hdl.primitives.retargeted_ranges`).
-
-        Entries not in use are rewritten too: their contents are never read, so the valid
-        bit need not gate the rewrite.
-        """
+        """``entry`` with this cycle's retarget applied (free entries too: never read), and whether it changed."""
         result = Signal.like(entry, name=name)
         reads, writes, rewrote = retargeted_ranges(entry, tag, self, reads_copy)
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote
 
     def _update_touches(self, m: Module, rewritten, home_meets):
-        """``touches`` at the edge, from registered state only (nothing decode decides).
-
-        - A free tag's row is kept empty, so a tag starts with an empty row: when it is
-          allocated it touches no TLB home there was at the start of the cycle (decode
-          reads the TM copy of an exact match, stalls on any other overlap of its reads,
-          and writes TM or a region no entry overlaps: ``Decode._plan_task`` of ``models/decode.py``).
-        - A TLB slot allocated last cycle (``young``): its column is this cycle's search
-          with its home as the write query (``query_home``), against every entry as
-          registered, the new task's included. Until this edge the column
-          is stale, which nobody reads: the TLB does not offer a young entry for a
-          retarget, and its producer, in flight, keeps it from a copy-back.
-        - A retarget: the range it rewrites was TM, above home memory, and a TLB home lies
-          in home memory (decode faults on an indirect region past its end, and the
-          assembler refuses a direct one), so the old row already holds the other range's
-          bits and the retarget home's only need adding. A slot allocated in the
-          retarget's cycle gets its column the cycle after, from the rewritten ranges.
-
-        Columns of free slots go stale: the TLB ANDs with its ``valid``.
+        """``touches`` at the edge, from registered state: a free tag's row stays empty; a slot
+        allocated last cycle takes this search's column; a retarget adds the new home's bits.
         """
         homes = list(self.tlb_homes)
         young = Signal(len(homes))     # named: the formal harness hts.formal.retire reads it

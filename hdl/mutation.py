@@ -1,10 +1,7 @@
 """Injected bugs: the catalogue of named RTL mutants that measures the verification.
 
-A block marks the place of each bug with :func:`mutable`, which returns the correct
-value unless that mutant is active. The active mutant is named by the environment
-variable ``HTS_MUTANT``, read at elaboration, so Amaranth simulations, Verilator builds
-and subprocesses all elaborate the same mutant. ``hts mutate`` runs every mutant against
-the verification stack (docs/verification.md).
+:func:`mutable` returns the correct value unless ``HTS_MUTANT`` (read at elaboration) names
+that mutant; ``hts mutate`` runs them all (docs/verification.md).
 """
 
 import os

@@ -1,9 +1,7 @@
 """Reservation station of one accelerator class: tasks waiting for their dependences.
 
-RTL of ``hts.models.reservation_station`` as ``models/hts.py`` drives it (``_issue``,
-``_dispatch``, ``_squash``, ``_confirm``, ``_end_of_cycle``); see
-docs/microarchitecture.md for its timing. Same fixed-slot queue with an age matrix as
-the dispatch window (:class:`hts.hdl.window.AgeQueue`).
+RTL of ``hts.models.reservation_station``, on the window's
+:class:`hts.hdl.window.AgeQueue`.
 """
 
 from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
@@ -23,27 +21,18 @@ __all__ = ["ReservationStation"]
 class ReservationStation(AgeQueue):
     """``hts.rs_entries`` tasks of one class, offering the oldest ready one to the dispatch arbiter.
 
-    Ports, besides those of :class:`AgeQueue` (``room``: the window's ``station_room``
-    for this class):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``insert_valid``, ``insert_task`` (in, from the window): up to ``dispatch_width``
-      tasks, oldest first; the top level routes the window's ``issue_task`` here with
-      ``insert_valid[k] = issue_to[k][this class]`` (the window's one-hot class of a valid
-      position), so the valid bits need not be contiguous. They land
-      at the edge behind every task that stays, with this cycle's end-of-cycle updates;
-      the window sends only what ``room`` allows;
-    - ``insert_waits_clear`` (in, from the window's ``issue_waits_clear``): per port,
-      the inserted task's ``waits`` is empty once this cycle's ``broadcast`` is cleared;
-    - ``offer_valid``, ``offer_task`` (out, to the dispatch arbiter): the oldest entry,
-      not squashed this cycle, whose ``waits`` is empty (start-of-cycle state), as a
-      queued record (the arbiter completes it from the tracker);
-    - ``take`` (in, from the dispatch arbiter): the offered task leaves at the edge
-      (ignored without an offer).
-
-    Besides the queue's registered state, ``waits_empty`` (one bit per slot) says that
-    the entry's ``waits`` is empty: at the edge the slot reduces its own record's, or
-    takes an arrival's from ``insert_waits_clear``, so an offer starts from flip-flops
-    (every simulation asserts it against ``waits``).
+    Attributes
+    ----------
+    insert_valid, insert_task, insert_waits_clear : In, per way
+        From the window: tasks issued to this class, and whether their ``waits`` is empty.
+    offer_valid, offer_task, take : Out, Out, In
+        The oldest slot valid, not doomed, with empty ``waits``; it leaves when taken.
+    waits_empty : Signal
+        Per slot, registered: the record's ``waits`` is empty.
     """
 
     def __init__(self, config: SystemConfig):
@@ -68,7 +57,7 @@ class ReservationStation(AgeQueue):
         m.d.sync += self.waits_empty[slot].eq(waits_empty)
 
     def _check_waits_empty(self, m: Module):
-        """Simulation only (and not under reset): each valid slot's ``waits_empty`` is its ``waits`` reduced."""
+        """Simulation only: each valid slot's ``waits_empty`` is its ``waits`` reduced."""
         direct = Cat(*(~entry.waits.any() for entry in self.entries))
         m.d.sync += Assert(ResetSignal() | ((self.valid & (self.waits_empty ^ direct)) == 0),
                            "a waits_empty bit disagrees with waits")

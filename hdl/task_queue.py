@@ -1,12 +1,6 @@
-"""Task queue and fetch of one process: program memory, fetch PC, a head register and a FIFO.
+"""Task queue and fetch of one process: program memory, fetch PC, head register and a ring.
 
-RTL of ``hts.models.task_queue``; see docs/microarchitecture.md ("One cycle", step 9) for
-its timing. The program memory is a block RAM with a synchronous read port, holding
-each word with its pc-relative target (``program_word_layout``). Its address is the
-fetch PC register, so a word fetched in one cycle is at the port's output in the next:
-the model's word in flight. It joins the ring behind the head at the end of that cycle.
-The head register loads only from the ring's front, so what decode reads a cycle ahead
-of the head (``behind``) is a ring entry, never the block RAM's output.
+RTL of ``hts.models.task_queue`` (docs/microarchitecture.md, "Fetch: the task queue").
 """
 
 from amaranth.hdl import Assert, Cat, Const, Module, Mux, Signal, Value
@@ -24,11 +18,9 @@ __all__ = ["TaskQueue", "malformed"]
 
 
 def malformed(config: SystemConfig, word, before_start: Value) -> Value:
-    """Whether ``word`` cannot execute whatever state it meets (``before_start``: its
-    pc-relative target is below 0): an unassigned accelerator ID, an operand register
-    past ``hts.gprs``, a jump or branch target before the first instruction. Decode's
-    ``illegal`` adds what depends on its state (the pid, the loop stack). Which fields
-    name registers, and which is a PC offset, is the ISA's ``operand_roles``."""
+    """Whether ``word`` cannot execute whatever state it meets: an unassigned accelerator ID,
+    an operand register past ``hts.gprs``, a target below 0 (``before_start``).
+    """
     is_op = {op: word.accel_id == accel_id for op, accel_id in RESERVED_ACCEL_ID.items()}
     is_op[Opcode.TASK] = word.accel_id < FIRST_RESERVED_ACCEL_ID
     known = Cat(*(word.accel_id == accelerator.id for accelerator in config.accelerators),
@@ -49,7 +41,6 @@ def malformed(config: SystemConfig, word, before_start: Value) -> Value:
 
 
 def _precomputed(config: SystemConfig, entry, pc, word):
-    """``entry.target`` and ``entry.malformed`` of ``word`` at ``pc``."""
     target = pc + word.c.as_signed()
     program_words = config.hts.program_words
     return [entry.target.eq(Mux(target > program_words, program_words, target)),
@@ -57,52 +48,32 @@ def _precomputed(config: SystemConfig, entry, pc, word):
 
 
 def _next_index(index, count: int):
-    """``index + 1`` around a ring of ``count`` slots (any count, not only powers of two)."""
     return Mux(index == count - 1, 0, index + 1)
 
 
 class TaskQueue(wiring.Component):
     """Program memory of ``hts.program_words`` words and a queue of ``hts.queue_depth``.
 
-    CPU side (the process is idle: nothing is decoded from it meanwhile):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``load_en``, ``load_addr``, ``load_data`` (in): write one program word per cycle;
-      the read port is transparent to this write port, so a load needs no settling time;
-    - ``program_len`` (in, held by the CPU): number of valid words; fetch stops there;
-    - ``start`` (in): fetch PC := 0 and the queue empties at the edge, like a redirect to
-      0 (no fetch in that cycle); the model's cycle 0 is the cycle after ``start``.
-
-    Decode side (on the state registered at the start of the cycle):
-
-    - ``head_valid``, ``head_pc``, ``head_word``, ``head_target``, ``head_malformed``
-      (out, registered): the oldest instruction, its pc-relative target and whether it
-      is :func:`malformed` (``queue_entry_layout``), in the head register;
-    - ``behind_valid``, ``behind_word`` (out, the ring's front, read without a clock):
-      the instruction the head register takes at the edge if it is popped or empty,
-      and whether there is one;
-    - ``behind_registers`` (out, registered): the GPR indices of ``behind_word``'s A, B
-      and C (``read_ahead_layout``), with which decode reads the next head's registers a
-      cycle ahead. A copy of the ring's front kept in flip-flops, so that the read does
-      not wait for the ring's;
-    - ``exhausted`` (out): no head, nothing queued or in flight and fetch PC >=
-      ``program_len``.
-
-    Updates (land at the clock edge):
-
-    - ``pop`` (in, from decode): drop the head; only while ``head_valid`` (asserted);
-    - ``redirect``, ``redirect_pc`` (in, from decode on a jump or loop back, or from the
-      branch unit on a taken branch): empty the queue, including what this cycle would
-      have fetched (none is), and move the fetch PC; fetch resumes next cycle. ``pop``
-      and ``redirect`` may come together (decode pops the jump it executes). A target
-      past the end of the program needs only be >= ``program_len``: the driver
-      saturates targets that do not fit ``redirect_pc``.
-
-    Fetch, for the top level and the trace:
-
-    - ``fetched`` (out): this cycle reads the word at ``fetch_pc`` into flight (head,
-      ring and the word in flight left room at the start of the cycle, ``fetch_pc`` <
-      ``program_len``, and no redirect);
-    - ``fetch_pc`` (out): the fetch PC register.
+    Attributes
+    ----------
+    load_en, load_addr, load_data, program_len : In
+        From the CPU port, while the process is idle: program words; the length.
+    start : In
+        Fetch from 0 with an empty queue; the model's cycle 0 is the next.
+    head_valid, head_pc, head_word, head_target, head_malformed : Out, registered
+        The head, its pc-relative target and whether it is :func:`malformed`.
+    behind_valid, behind_word, behind_registers : Out
+        The ring's front, which the head takes when popped or empty; its A, B, C (registered).
+    exhausted : Out
+        Nothing held, queued or in flight, and the fetch PC past the program.
+    pop, redirect, redirect_pc : In
+        Drop the head; empty the queue and move the fetch PC.
+    fetched, fetch_pc : Out
+        A word is fetched this cycle; the fetch PC register.
     """
 
     def __init__(self, config: SystemConfig):
@@ -145,13 +116,11 @@ class TaskQueue(wiring.Component):
         m.d.comb += [load.en.eq(self.load_en), load.addr.eq(self.load_addr), load.data.word.eq(self.load_data),
                      *_precomputed(self._config, load.data, self.load_addr, self.load_data)]
 
-        # The ring, in distributed RAM: written at the tail from the block RAM's output,
-        # read at the front without a clock. The head is a register of its own, so that
-        # decode starts from a flip-flop. Meaningful only where valid or counted: no reset
-        # (record_register, hdl/primitives.py). ``in_flight``: the block RAM's output holds
-        # a word fetched last cycle. A one-word queue still gets two slots: a one-slot ring
-        # is a register loaded from the block RAM's output, which Yosys folds into the
-        # block RAM's output register, and decode's look-ahead would start from there.
+        # The ring, in distributed RAM, is written at the tail and read at the front without
+        # a clock; the head is a register of its own. No reset: meaningful only where valid
+        # or counted. ``in_flight``: the block RAM's output holds a word fetched last cycle.
+        # A one-word queue gets two slots: Yosys folds a one-slot ring into the block RAM's
+        # output register, and decode's look-ahead would start from there.
         slots = max(depth, 2)
         head_entry = Signal(self._entry, reset_less=True)
         front = Signal(bits_for(slots))
@@ -184,9 +153,8 @@ class TaskQueue(wiring.Component):
             m.d.sync += self.fetch_pc.eq(self.redirect_pc)
         with m.Elif(self.fetched):
             m.d.sync += self.fetch_pc.eq(self.fetch_pc + 1)
-        # The read port's output is program[fetch_pc] of the cycle before (memory and port
-        # output both start at 0): the word in flight when one was fetched. A fetch PC of
-        # program_words wraps the address, but nothing is fetched from there.
+        # The read port's output is program[fetch_pc] of the cycle before: the word in flight.
+        # A fetch PC of program_words wraps the address, but nothing is fetched from there.
         m.d.comb += read.addr.eq(self.fetch_pc)
         m.d.sync += [in_flight.eq(self.fetched), in_flight_pc.eq(self.fetch_pc)]
 
@@ -205,11 +173,7 @@ class TaskQueue(wiring.Component):
         return m
 
     def _keep_behind_registers(self, m: Module, front, tail, queued, in_flight, arriving, loading):
-        """``behind_registers`` at the next edge: the arriving word's if it lands at the
-        front then (into an empty ring, or behind a front that leaves), else the next
-        front's from a second ring of the indices alone, read at ``front`` + 1. Only
-        ``loading`` (the pop) waits for decode, and it only enables the register.
-        A flush needs nothing: the ring is empty until the next arrival, which loads."""
+        """``behind_registers`` at the next edge: the arriving word's, or the next front's."""
         slots = max(self._depth, 2)
         arriving_registers = read_ahead_registers(self._config, arriving.word)
         following, = record_ram(m, "ring_registers", read_ahead_layout(self._config), slots,

@@ -1,16 +1,7 @@
-"""Task Lookup Buffer and transactional-memory allocator: where speculative outputs live.
+"""Task Lookup Buffer and TM allocator: where speculative outputs live (``hts.models.tlb``).
 
-RTL of ``hts.models.tlb``; docs/microarchitecture.md gives the rules and their timing.
-Entries sit in fixed slots: one is written into the lowest free slot when decode
-allocates it and never moves, so only its producer bit and its mask change in place.
-The model's list order (oldest first) is an age matrix instead, changed only in the
-row and column of the free slot about to be allocated, as the memory tracker's is:
-"youngest overlapping" is a hit that no younger hit shadows, "oldest candidate" a
-candidate with no older candidate. Two more relations are kept registered so that the
-copy-back choice compares no ranges each cycle: which older entries a slot's home
-overlaps (here, written with the slot's entry), and which in-flight
-accesses touch a slot's home (the tracker's ``touches``). TM space is a bump pointer,
-reset when the buffer is empty and nothing in flight still reads TM.
+Fixed slots with an age matrix, relations kept in registers, TM a bump pointer
+(docs/microarchitecture.md, "TLB, retarget and copy-back").
 """
 
 from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
@@ -35,7 +26,6 @@ def _relations_layout(count: int) -> data.StructLayout:
 
 
 def _relations(query, homes, ends) -> list[Value]:
-    """The fields of ``_relations_layout`` for ``query`` against ``homes`` (with their ends)."""
     # The query's bases come from the GPR read, its block counts from the word.
     return [
         Cat(*(overlaps_late(query.read, home, b_end=end) for home, end in zip(homes, ends))),
@@ -47,77 +37,41 @@ def _relations(query, homes, ends) -> list[Value]:
 
 
 class TaskLookupBuffer(wiring.Component):
-    """``hts.tlb_entries`` mappings home region -> TM region, in fixed slots.
+    """``hts.tlb_entries`` mappings home region → TM region, in fixed slots.
 
-    Look-ups for decode (combinational, start-of-cycle state), of the head of process
-    ``lookup_pid`` (in): a task's input and output regions and a memory branch's block.
-    The TLB keeps, per process, which homes its head's regions overlap or equal and
-    which home holds its block, compared a cycle ahead from ``lookahead`` (in, from
-    decode: each word that can be the head at the edge and which one will be; homes
-    never change in place, so the kept bits ANDed with ``valid`` are this cycle's hits).
-    The look-ups use the process's own entries only where a copy is read: another
-    process's copy may be speculative.
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``read_hit`` (out): some entry overlaps the input; ``read_copy`` (out, one bit per
-      slot): the youngest overlapping entry, if it is the process's own and maps exactly
-      that region (none set: not exact), and ``read_tm_base`` (out) is where its TM copy
-      starts. Hit but not exact: decode stalls (``tlb_conflict``). The slot goes with the
-      task, so that a retarget of that slot in its decode cycle is found without a
-      compare of ranges (``retarget_slot``).
-    - ``write_hit`` (out): some entry overlaps the output of a non-speculative task
-      (decode stalls until it is copied home).
-    - ``branch_block`` (in): the block the head's memory branch reads; ``branch_phys``
-      (out): where its current value for the process is after this cycle's retarget (the
-      TM block of the youngest of its own entries covering it, or itself: also when that
-      entry is the one retargeted now, whose TM blocks the retarget sends home; no older
-      entry overlaps a retargeted one).
-    - ``read_region``, ``write_region`` (in), ``lookup_checks`` (in): the head's regions,
-      and whether it is a task or a memory branch. Only simulation reads them: it asserts
-      the kept relations that the head's look-up means against a direct compare.
-    - ``alloc_blocks`` (in): size of a speculative output; ``has_room`` (out): a free
-      slot and that many TM blocks left; ``alloc_tm_base`` (out): where it would go;
-      ``alloc_slot`` (out, also to the memory tracker): the lowest free slot, where it
-      would be written.
-
-    Updates from decode and the back end (land at the clock edge, in the model's order):
-
-    - ``alloc`` (in, from decode, only with ``has_room``) with ``alloc_entry`` (in,
-      ``tlb_request_layout``): write an entry at ``alloc_tm_base`` into slot
-      ``alloc_slot``, younger than every entry present. The slot takes ``alloc_entry``
-      (with its age and overlap rows) in every cycle; ``alloc`` only sets its valid bit;
-    - ``broadcast`` (in, from the CDB: tags broadcast or squashed this cycle): entries
-      whose producer is among them learn that it is done;
-    - ``confirm`` (in): speculation IDs cleared from every mask;
-    - ``drop`` (in): entries under these IDs are removed (misprediction);
-    - ``remove`` (in, one bit per slot, from the copy-back engine): entries copied home
-      or retargeted this cycle;
-    - ``tm_idle`` (in, from the top level): at the start of the cycle nothing in flight
-      referred to TM. With no entry either, the bump pointer counts as 0: the model
-      resets it at the end of the cycle before, on the same state, and reading that
-      state a cycle later keeps decode's decision off the pointer's reset.
-
-    Choices for the copy-back engine (combinational, start-of-cycle state):
-
-    - ``tracker_valid`` (in, from the memory tracker): the tags in flight; ``touches``
-      (in, from the memory tracker): ``touches[t]`` bit ``i``: tag ``t``'s reads or writes
-      overlap slot ``i``'s home; ``retargetable_tags`` (in, from the copy-back engine):
-      producers waiting, or computing without having started to write back; registered
-      per slot (its producer's bit), so that the choice and the retarget of the next
-      cycle start from flip-flops;
-    - ``copy_valid``, ``copy_index``, ``copy_entry`` (out): the oldest entry that may be
-      copied home (resolved, produced, no older overlap, no in-flight access to its home)
-      and its slot;
-    - ``retarget_valid``, ``retarget_index``, ``retarget_entry`` (out): the entry retargeted
-      now and its slot (``retarget_slot``, out: the same slot one-hot, a register): chosen
-      in the cycle before (registered) as the oldest resolved entry whose producer may
-      still be told to write home (same conditions, its own producer's accesses aside;
-      not allocated in the cycle before, whose ``touches`` are not ready; not the one
-      chosen the cycle before), and offered if it is still held and unproduced and its
-      producer was in ``retargetable_tags`` in the cycle before.
-
-    State: ``valid`` and ``entries`` (out), for the top level's retire logic and the
-    tracker's ``tlb_homes``. Read by the tests: ``older`` (``older[i]`` bit ``j``: the
-    entry in slot ``j`` was allocated before the one in slot ``i``; both valid).
+    Attributes
+    ----------
+    lookahead : In, per process
+        From decode: the words that can be the head at the next edge, and which will be.
+    lookup_pid : In
+        The process decoding; it reads a copy from its own entries only.
+    read_hit, read_copy, read_tm_base, write_hit : Out
+        An entry overlaps the input; the youngest, one-hot, if own and equal; its TM base;
+        an entry overlaps a non-speculative output.
+    branch_block, branch_phys : In, Out
+        A memory branch's block and its translation, this cycle's retarget applied.
+    read_region, write_region, lookup_checks : In
+        Simulation only: the head's regions and kind, to check the kept relations.
+    alloc_blocks, has_room, alloc_tm_base, alloc_slot : In, Out, Out, Out
+        A new copy's size; room for it; where it and its entry go.
+    alloc, alloc_entry : In
+        From decode: write the entry at the edge (the free slot is written every cycle).
+    broadcast, confirm, drop, remove : In
+        Producers done; IDs cleared; entries under squashed IDs, copied or retargeted, removed.
+    tm_idle : In
+        Nothing in flight referred to TM at the start of the cycle.
+    tracker_valid, touches, retargetable_tags : In
+        For the choices: tags in flight, the homes they touch, producers not writing back.
+    copy_valid, copy_index, copy_entry : Out
+        The oldest entry that may be copied home.
+    retarget_valid, retarget_index, retarget_slot, retarget_entry : Out
+        The entry retargeted now, chosen in the cycle before.
+    valid, entries, older : Out, Out, Signal
+        The slots, and the age matrix for the tests.
     """
 
     def __init__(self, config: SystemConfig):
@@ -164,7 +118,7 @@ class TaskLookupBuffer(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
         })
-        # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
+        # No reset: meaningful only where ``valid`` is set.
         self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
@@ -204,8 +158,7 @@ class TaskLookupBuffer(wiring.Component):
         ]
         m.d.sync += self._young.eq(allocating)
 
-        # End of cycle: the new entry lands in its slot, then every entry (the new one
-        # included, as in the model) takes this cycle's broadcast, confirm and drop.
+        # The new entry lands, then every entry, it included, takes the broadcast, confirm and drop.
         new_entry = Signal(tlb_entry_layout(self._config))
         request = self.alloc_entry
         m.d.comb += [new_entry.pid.eq(request.pid), new_entry.home.eq(request.home),
@@ -230,9 +183,8 @@ class TaskLookupBuffer(wiring.Component):
                 m.d.sync += end.eq(new_end)
         self._keep_relations(m, writing, request.home, new_end)
 
-        # The new entry is younger than every entry present, so its row is the valid set
-        # (its overlapping part, for ``shadowed``) and its column is cleared in every
-        # other row. Bits of slots freed later go stale: every use ANDs with ``valid``.
+        # The new entry is younger than every entry present: its row is the valid set (its
+        # overlapping part, for ``shadowed``). Stale bits of freed slots: every use ANDs ``valid``.
         new_overlaps = Cat(*(overlaps(request.home, entry.home, a_end=new_end, b_end=end)
                              for entry, end in zip(self.entries, self._home_ends)))
         update_age_matrix(m, self.older, writing, [self.valid] * count)
@@ -242,13 +194,7 @@ class TaskLookupBuffer(wiring.Component):
         return m
 
     def _look_up(self, m: Module, retargeting: Value):
-        """Decode's searches, on the relations kept for the head: the youngest overlapping
-        entry wins.
-
-        A branch's block is found from the entry's offset home -> TM, one subtraction per
-        entry made in parallel with the search, and is left home when that entry is
-        ``retargeting`` (one-hot), rather than compared with the retarget range after it.
-        """
+        """Decode's look-ups on the kept relations; a branch's block stays home if ``retargeting``."""
         tm_bases = [entry.tm_base for entry in self.entries]
         offsets = [entry.tm_base - entry.home.base for entry in self.entries]
         own = wire(m, Cat(*(entry.pid == self.lookup_pid for entry in self.entries)), "own_entries")
@@ -278,9 +224,6 @@ class TaskLookupBuffer(wiring.Component):
                            "the relations kept for the head's block are stale")
 
     def _keep_relations(self, m: Module, writing, new_home, new_end):
-        """Each process's head relations at the next edge (``lookahead``): the next head's
-        query compared with every home as it will be (the slot written at the edge holds
-        ``new_home``); or, for a head that stays, its kept bits but that slot's."""
         count = self._count
         homes, ends = [], []
         for slot, (entry, end) in enumerate(zip(self.entries, self._home_ends)):
@@ -298,19 +241,7 @@ class TaskLookupBuffer(wiring.Component):
                 m.d.sync += kept.eq(Cat(*_relations(lookahead.next, homes, ends)))
 
     def _choose_for_copy_back(self, m: Module) -> Value:
-        """Oldest copyable entry now, and the retarget: the oldest retargetable entry
-        chosen in the cycle before, from the registered relations; returns the slot
-        retargeted now (one-hot, the copy-back engine takes every offer).
-
-        Both need the entry resolved, no valid older entry overlapping its home, and no
-        in-flight access to its home (``touches`` of valid tags), its own producer's
-        aside for a retarget. The retarget choice goes to a register, so the age-matrix
-        pick and the entry's select are not in series with the rewrite of every range;
-        the cycle after, the chosen entry is retargeted if it is still held and
-        unproduced and its producer was retargetable at the end of the cycle before.
-        Whether it was is a register per slot, so neither the choice nor the retarget
-        waits on the accelerators' write-back and the look-up of the producer's tag.
-        """
+        """The oldest copyable entry, and the retarget chosen in the cycle before; returns it, one-hot."""
         copyable = Signal(self._count)
         retargetable = Signal(self._count)
         producer_retargetable = Signal(self._count)
@@ -330,8 +261,7 @@ class TaskLookupBuffer(wiring.Component):
                      self.copy_entry.eq(select(first_copy, self.entries))]
         next_choice = oldest(retargetable, self.older)
         # Only the one-hot choice is registered: the chosen entry is read from its slot
-        # (an AND-OR from flip-flops); a register of its own costs far more LUT4s
-        # (docs/results.md, "Blocks").
+        # (an AND-OR from flip-flops), cheaper than a register of its own.
         m.d.sync += chosen.eq(Cat(*next_choice))
         chosen_entry = Signal.like(self.retarget_entry)
         m.d.comb += chosen_entry.eq(select(chosen, self.entries))

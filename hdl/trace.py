@@ -1,20 +1,8 @@
 """The trace port of the ``HTS`` top level read as the model's events.
 
-The cycle model writes one event per scheduling step (``hts.models.trace``; the events
-and their fields are listed in docs/microarchitecture.md, "Trace"). The RTL shows, every
-cycle, the signals those events are made of on one output port
-(:func:`hts.hdl.interfaces.trace_layout`); :class:`TraceReader` turns one cycle's value
-of that port into the same event records. The Amaranth-simulator tests and the
-co-simulation both read it, so an RTL trace and a model trace compare as plain lists.
-The port shows each cycle's events in that cycle, but the dispatches and the issues: a
-grant shows the cycle after, with the task as its shell gets it
-(``dispatch_trace_layout``), an issue the cycle after too, and each is read as an event
-of the cycle before.
-
-Within a cycle the model's event order follows its Python loops (the abort events of a
-squash, for instance, in the order its lists hold the running tasks), which hardware
-has no reason to reproduce. :func:`canonical` orders the events of each cycle by kind
-and content; a comparison of two traces compares them in that order.
+:class:`TraceReader` files dispatches and issues, shown a cycle late, under the cycle
+before; :func:`canonical` orders a cycle's events by stage and content
+(docs/microarchitecture.md, "Trace").
 """
 
 import json
@@ -50,10 +38,8 @@ def _region(region) -> list[int]:
 
 
 class TraceReader:
-    """Reads the trace port cycle by cycle into the model's event records (dicts).
-
-    It remembers the process of every tag decoded, to split a cycle's squashed tags
-    between the squashes of different processes.
+    """Reads the trace port cycle by cycle into the model's event records (dicts); it remembers
+    each decoded tag's process, to split a cycle's squashed tags between squashes.
     """
 
     def __init__(self, config: SystemConfig):
@@ -63,7 +49,6 @@ class TraceReader:
         self._pid_of_tag: dict[int, int] = {}
 
     def events(self, cycle: int, value: data.Const) -> list[dict]:
-        """The events of ``cycle``; ``value`` is the trace port's value in that cycle."""
         out = []
 
         def emit(event, /, when=cycle, **fields):

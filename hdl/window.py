@@ -1,12 +1,7 @@
 """Dispatch window: decoded tasks in age order, waiting for room in their station.
 
-RTL of ``hts.models.window`` as ``models/hts.py`` drives it (``_issue``, ``_squash``,
-``_confirm``, ``_end_of_cycle``); see docs/microarchitecture.md for its timing. The
-window and the reservation stations are the same kind of structure, a queue of
-``queued_task_layout`` records searched oldest first, and share :class:`AgeQueue`
-defined here. A queued record is the task's tag and what changes while it waits (mask,
-waits); its regions, pid, pc, task ID and metadata are its tag's tracker entry, which
-takes the retargets that the model applies to queued tasks (hdl/interfaces.py).
+RTL of ``hts.models.window``. The window and the stations share :class:`AgeQueue`
+(docs/microarchitecture.md, "Issue's cycle").
 """
 
 from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
@@ -23,7 +18,7 @@ __all__ = ["AgeQueue", "DispatchWindow"]
 
 
 def _end_of_cycle_ports(config: SystemConfig) -> dict:
-    """What lands on every queued task at the clock edge, and the squash that removes some."""
+    """What lands on every queued task at the edge, and the squash that removes some."""
     hts = config.hts
     return {
         "squash_next": In(hts.spec_ids),
@@ -35,44 +30,24 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
 class AgeQueue(wiring.Component):
     """``capacity`` queued task records in fixed slots, with an age matrix saying which is older.
 
-    A record is written into a free slot when it arrives and stays there until it leaves,
-    so nothing moves: "the oldest" is found through the age matrix, as the memory tracker
-    finds its oldest tag. (A collapsing queue, which keeps age by position, pays for a
-    multiplexer over every younger position on every stored bit; on 145-bit records that
-    was most of the stations' and the window's logic.) Every cycle some entries leave
-    (squashed, or moved on as the subclass decides in ``_departures``) and the subclass's
-    ``_arrivals`` are written into the slots that were free at the start of the cycle,
-    lowest first, each younger than every entry staying and than the arrivals before it.
-    Every entry that stays or arrives gets the end-of-cycle updates of ``models/hts.py``
-    on its way into the register: the tags released this cycle leave its ``waits`` and
-    the confirmed speculation IDs leave its ``mask`` (a retarget rewrites ranges, which
-    are the tracker's).
+    A record stays in its slot; arrivals take the lowest free slots, younger than every
+    record staying. Subclasses say what leaves (``_departures``) and arrives (``_arrivals``).
 
-    Ports common to the window and the stations:
+    Parameters
+    ----------
+    config : SystemConfig
+    capacity : int
+    ports : dict
+        The subclass's own ports.
 
-    - ``room`` (out, to the stage that fills the queue): free entries at the start of
-      the cycle; the filling stage never sends more arrivals than that;
-    - ``squash_next`` (in, from the branch unit): the speculation IDs mispredicted this
-      cycle, which the branch unit squashes next cycle. Every entry whose ``mask`` will
-      meet that squash (the mask it will have, after this cycle's ``confirm``) is
-      *doomed*, in a register: next cycle it is removed at once, neither moving on nor
-      staying. The squash test is thus a flip-flop per slot, not a compare in front of
-      the offers and the issue pick (docs/hardware.md, "Timing"). The top level keeps
-      the tags removed, to free them, in registers of its own (``queued_tag_sets`` in
-      ``hdl/hts.py``);
-    - ``confirm`` (in, from the branch unit): speculation IDs predicted right, cleared
-      from every mask at the edge;
-    - ``broadcast`` (in, from the top level): every tag released this cycle (the CDB
-      grants, and the tags squashed or aborted anywhere), cleared from every ``waits``
-      at the edge.
-
-    Registered state (not ports; the tests read it and order the valid slots by
-    ``older``): ``valid`` (one bit per slot), ``entries`` (the records; a free slot's is
-    meaningless), ``older`` (``older[i]`` bit ``j``: the entry in slot ``j`` arrived
-    before the one in slot ``i``; meaningful only where both are valid) and ``doomed``
-    (one bit per slot: its entry goes with this cycle's squash; meaningful only where
-    ``valid``). Every simulation asserts that ``doomed`` equals the compare of each
-    valid entry's ``mask`` with the squash it was computed for.
+    Attributes
+    ----------
+    room : Out
+        Free slots at the start of the cycle.
+    squash_next, confirm, broadcast : In
+        IDs mispredicted now (a slot they hit is ``doomed``); IDs and tags cleared at the edge.
+    valid, entries, older, doomed : Signal
+        The slots, their records, the age matrix, the squash bits; read by the tests.
     """
 
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
@@ -80,16 +55,13 @@ class AgeQueue(wiring.Component):
         self._task = queued_task_layout(config)
         super().__init__({"room": Out(range(capacity + 1)), **ports, **_end_of_cycle_ports(config)})
         self.valid = Signal(capacity)
-        # Meaningful only where ``valid`` is set: no reset (record_register, hdl/primitives.py).
+        # No reset: meaningful only where ``valid`` is set.
         self.entries = Signal(data.ArrayLayout(self._task, capacity), reset_less=True)
         self.older = Signal(data.ArrayLayout(capacity, capacity), reset_less=True)
         self.doomed = Signal(capacity, reset_less=True)
 
     def _departures(self, m: Module, movable: list) -> list:
-        """Drive the outputs to the next stage; one bit per slot whose entry moves on at the edge.
-
-        ``movable[i]``: slot ``i`` is valid and not squashed (start-of-cycle state).
-        """
+        """Drive the outputs; one bit per slot (of the ``movable`` ones) whose entry leaves at the edge."""
         raise NotImplementedError
 
     def _arrivals(self) -> list:
@@ -97,8 +69,7 @@ class AgeQueue(wiring.Component):
         raise NotImplementedError
 
     def _register_slot(self, m: Module, slot: int, own, took: list):
-        """Registers of the subclass kept per slot: ``own`` is the slot's record with this
-        cycle's updates, ``took[k]`` that the slot takes arrival ``k`` instead."""
+        """Registers a subclass keeps per slot, from the slot's updated record or an arrival."""
 
     def elaborate(self, platform):
         m = Module()
@@ -114,7 +85,6 @@ class AgeQueue(wiring.Component):
         return m
 
     def _fill(self, m: Module, staying: list, arrivals: list):
-        """Write the arrivals into the free slots, age them, and update every slot's record."""
         capacity = self._capacity
         free = [~bit for bit in self.valid]
         # The k-th valid arrival takes the k-th slot free at the start of the cycle.
@@ -127,9 +97,8 @@ class AgeQueue(wiring.Component):
                 m.d.comb += takes[slot][k].eq(free[slot] & arrival_valid & (free_below[slot] == arrivals_before[k]))
             m.d.comb += arriving[slot].eq(Cat(*takes[slot]).any())
 
-        # The end-of-cycle updates are applied once per source (each slot's own record,
-        # each arrival) and the slot then selects among updated records, not after it on
-        # a deeper, multiplexed value.
+        # The end-of-cycle updates are applied once per source (each slot's record, each
+        # arrival), before the slot's select rather than after it.
         updated_arrivals = [self._updated(m, record, f"arrival_{k}") for k, (_, record) in enumerate(arrivals)]
         for slot in range(capacity):
             own = self._updated(m, self.entries[slot], f"slot_{slot}")
@@ -146,13 +115,11 @@ class AgeQueue(wiring.Component):
         m.d.sync += self.valid.eq(Cat(*staying) | arriving)
 
     def _dooms(self, record):
-        """Whether next cycle's squash removes ``record`` (as it will be then)."""
         meets = record.mask & self.squash_next
         return mutable("queue_squash_first_id_only", meets.any(), meets[0])
 
     def _check_doomed(self, m: Module):
-        """Simulation only: each valid slot's ``doomed`` is its mask against the squash
-        (not under reset, where a formal harness starts from any state)."""
+        """Simulation only: each valid slot's ``doomed`` is its mask against the squash."""
         squash = Signal.like(self.squash_next, name="squash")
         m.d.sync += squash.eq(self.squash_next)
         direct = Cat(*((entry.mask & squash).any() for entry in self.entries))
@@ -166,7 +133,6 @@ class AgeQueue(wiring.Component):
                      for other in range(len(takes))))
 
     def _updated(self, m: Module, task, name: str) -> Signal:
-        """``task`` with this cycle's end-of-cycle updates, as a named signal."""
         result = Signal(self._task, name=f"updated_{name}")
         m.d.comb += [
             result.eq(task),
@@ -179,30 +145,20 @@ class AgeQueue(wiring.Component):
 class DispatchWindow(AgeQueue):
     """The ``hts.window`` decoded tasks; up to ``hts.dispatch_width`` move to their stations per cycle.
 
-    Ports, besides those of :class:`AgeQueue` (``room``: decode appends only when it is
-    non-zero):
+    Parameters
+    ----------
+    config : SystemConfig
 
-    - ``append``, ``append_task`` (in, from decode): one decoded task, landing at the
-      edge behind every task that stays. It is not squashed this cycle (its process
-      cannot decode in the cycle its branch is squashed), but it does get the
-      end-of-cycle updates: ``broadcast`` (decode ignores only the CDB's tags, not the
-      squashed ones) and ``confirm``;
-    - ``station_room`` (in, from the stations): per accelerator class, the free entries
-      its station had at the start of the cycle;
-    - ``issue_valid``, ``issue_task`` (out, to the stations): the tasks moving this
-      cycle, oldest first in the low positions (``issue_valid`` is a run of ones from bit
-      0). They are the oldest unsquashed tasks whose station has room, room counted down
-      per class as tasks are taken in age order, at most ``dispatch_width`` of them
-      (``DispatchWindow.select``). They leave the window at the edge; the records are the
-      start-of-cycle ones, so the station applies this cycle's updates as it inserts them;
-    - ``issue_to`` (out, to the stations): per output position, one bit per class: the
-      station that position's task goes to (its ``accel_class`` one-hot; 0 where
-      ``issue_valid`` is not set);
-    - ``issue_waits_clear`` (out, to the stations): per output position, that task's
-      ``waits`` is empty once this cycle's ``broadcast`` is cleared from it. It is
-      reduced here, once per window slot beside the pick, so that no station reduces the
-      selected record again (each did, and the flattened netlist copied the window's
-      select into every station: docs/results.md).
+    Attributes
+    ----------
+    append, append_task : In
+        From the enqueue stage: one task, landing at the edge.
+    station_room : In, per class
+        Free slots each station had at the start of the cycle.
+    issue_valid, issue_task : Out, per way
+        The oldest tasks whose station has room, oldest from bit 0; they leave at the edge.
+    issue_to, issue_waits_clear : Out, per way
+        Each issued task's station, one-hot; its ``waits`` empty after this broadcast.
     """
 
     def __init__(self, config: SystemConfig):
@@ -222,17 +178,15 @@ class DispatchWindow(AgeQueue):
         return [(self.append, self.append_task)]
 
     def _older_than(self, index: int, bits: list):
-        """Which of ``bits`` (one per slot) belong to entries older than slot ``index``'s."""
         return Cat(*bits) & self.older[index]
 
     def _departures(self, m: Module, movable: list) -> list:
         capacity, width, entries = self._capacity, self._width, self.entries
-        # has_room[i]: the station of entry i still has room once the older tasks of its
-        # class have gone. With one task a cycle only the oldest such entry matters, and
-        # for it no older task of its class can be waiting, so its station's room is enough.
+        # has_room[i]: entry i's station still has room once older tasks of its class have
+        # gone; with one way only the oldest such entry matters, so the station's room is enough.
         has_room = []
-        # With one way each room is tested before the class selects it: a bit-select of
-        # ten bits rather than a compare behind a multiplexer of the counts.
+        # With one way each room is tested before the class selects it: a bit-select
+        # rather than a compare behind a multiplexer of the counts.
         stations_with_room = Cat(*(room != 0 for room in self.station_room))
         for index, entry in enumerate(entries):
             room = self.station_room[entry.accel_class]
