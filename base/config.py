@@ -29,7 +29,8 @@ from .errors import ConfigError, Location, display_path
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
-    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for", "with_value", "config_yaml",
+    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for", "with_value", "with_values",
+    "config_yaml",
 ]
 
 # Instructions one process may execute in a run, on every scheduler (``--max-steps``): a
@@ -435,7 +436,20 @@ def _file_form(config: SystemConfig) -> dict:
 def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
     """``config`` with ``key`` set to ``value``, validated like a file. ``key`` is
     ``section.name``, ``accelerators.FIELD`` (every class) or ``accelerators.CLASS.FIELD``."""
+    return with_values(config, {key: value})
+
+
+def with_values(config: SystemConfig, values: dict[str, Any]) -> SystemConfig:
+    """``config`` with every key of ``values`` set (keys as for :func:`with_value`), validated
+    once, as a file that sets them all."""
     raw = _file_form(config)
+    for key, value in values.items():
+        _set_key(raw, key, value)
+    changes = ", ".join(f"{key}={value}" for key, value in values.items())
+    return parse_config(yaml.safe_dump(raw), f"{config.source} with {changes}")
+
+
+def _set_key(raw: dict, key: str, value):
     section, _, name = key.partition(".")
     if section == "accelerators" and name:
         _set_accelerator_field(raw["accelerators"], key, name, value)
@@ -445,7 +459,6 @@ def with_value(config: SystemConfig, key: str, value) -> SystemConfig:
         sections = ", ".join(k for k, v in raw.items() if isinstance(v, dict))
         raise ConfigError(key, f"not a configuration key (section.name with sections {sections}; "
                                f"accelerators.FIELD; or accelerators.CLASS.FIELD)")
-    return parse_config(yaml.safe_dump(raw), f"{config.source} with {key}={value}")
 
 
 def _set_accelerator_field(accelerators: list[dict], key: str, name: str, value):

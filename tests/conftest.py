@@ -3,7 +3,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, settings
 
-from hts.base.config import load_config
+from configs import preset
 
 # Property tests run without a deadline (first calls import Amaranth); CI runs them
 # derandomized so a red run is reproducible from the log alone.
@@ -14,9 +14,9 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 @pytest.fixture(scope="session")
 def default_config():
-    return load_config("default")
+    return preset("default")
 
 
 @pytest.fixture(scope="session")
 def tiny_config():
-    return load_config("tiny")
+    return preset("tiny")

@@ -4,7 +4,7 @@ import dataclasses
 from importlib import resources
 
 from hts.assembler import assemble
-from hts.base.config import SystemConfig, Window, parse_config
+from hts.base.config import SystemConfig, Window, parse_config, with_values
 
 EXAMPLES = resources.files("hts.examples")
 
@@ -30,6 +30,6 @@ def windows_example():
 def shared_windows(config: SystemConfig):
     """``config`` with two processes whose windows share blocks 0x40..0x7f, and the
     writer and reader above."""
-    config = dataclasses.replace(config, hts=dataclasses.replace(config.hts, processes=2),
+    config = dataclasses.replace(with_values(config, {"hts.processes": 2}),
                                  windows=(Window(0, 0x80, shared=True), Window(0x40, 0x80, shared=True)))
     return config, [assemble(SPECULATIVE_WRITER, config, "writer.s"), assemble(SHARED_READER, config, "reader.s")]

@@ -1,6 +1,5 @@
 """Assembler and disassembler: the paper's listings, every error check, round trips."""
 
-import dataclasses
 import re
 from importlib import resources
 
@@ -8,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 
 from hts.assembler import assemble, disassemble, read_image, write_image
+from hts.base.config import with_values
 from hts.base.errors import SourceError
 from hts.isa import Word
 
@@ -165,7 +165,7 @@ def test_disassembler_rejects_unknown_ids(default_config):
 @pytest.mark.parametrize("distance,fits", [(-32768, True), (32767, True), (-40000, False), (32768, False)])
 def test_a_label_out_of_offset_reach_is_refused(default_config, distance, fits):
     """Issue 15, defect 2: a jump 40,000 instructions back used to wrap to a wrong offset."""
-    config = dataclasses.replace(default_config, hts=dataclasses.replace(default_config.hts, program_words=65536))
+    config = with_values(default_config, {"hts.program_words": 65536})
     filler = ["mov 0 0 r0 0 0 0 0"] * (abs(distance) - 1)
     if distance < 0:
         lines = ["far:", "mov 0 0 r0 0 0 0 0", *filler, "jump 0 0 far 0 0 0 0"]

@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from hts.base.config import PRESETS, SystemConfig, load_config, parse_config, with_value
+from hts.base.config import PRESETS, SystemConfig, load_config, parse_config, with_value, with_values
 from hts.base.errors import ConfigError
 from hts.isa import FIRST_RESERVED_ACCEL_ID
 
@@ -193,3 +193,14 @@ def test_with_value_sets_accelerator_fields_for_every_class_or_one():
         with_value(tiny, "accelerators.fir.count", 2)
     with pytest.raises(ConfigError, match="accelerators.count"):
         with_value(tiny, "accelerators.count", 0)
+
+
+def test_with_values_sets_several_keys_and_validates_them_together():
+    tiny = load_config("tiny")
+    both = with_values(tiny, {"hts.window": 4, "accelerators.fft_256.latency": 7, "memory.blocks": 100})
+    assert (both.hts.window, both.memory.blocks) == (4, 100)
+    assert [acc.latency for acc in both.accelerators if acc.name == "fft_256"] == [7]
+    assert both.source == "<preset tiny> with hts.window=4, accelerators.fft_256.latency=7, memory.blocks=100"
+    assert with_values(tiny, {}) == tiny
+    with pytest.raises(ConfigError, match="hts.window: must be >= 1"):
+        with_values(tiny, {"hts.window": 0, "memory.blocks": 100})

@@ -18,7 +18,8 @@ from types import MappingProxyType
 import pytest
 
 from hts.assembler import assemble
-from hts.base.config import (AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window)
+from hts.base.config import (AcceleratorClass, MemoryConfig, SchedulerConfig, SystemConfig, TimingConfig, Window,
+                             with_values)
 from hts.cli import main
 from hts.isa import Opcode
 from hts.models.coverage import BIN_NAMES, BINS, Coverage, StateCoverage, coverage_table, model_coverage, \
@@ -38,8 +39,8 @@ SYSTEM = SystemConfig(
     # compare): the squash scenarios are timed so that tasks stand in every stage then.
     timing=TimingConfig(interrupt_latency=0, l2_latency=0, memory_latency=19), source="<coverage test>")
 # One entry in every structure.
-TINY = dataclasses.replace(SYSTEM, hts=dataclasses.replace(
-    SYSTEM.hts, window=1, rs_entries=1, tracker_entries=1, tlb_entries=1, spec_ids=1))
+TINY = with_values(SYSTEM, {"hts.window": 1, "hts.rs_entries": 1, "hts.tracker_entries": 1, "hts.tlb_entries": 1,
+                            "hts.spec_ids": 1})
 # Process 0 may touch blocks 0..31 only.
 WINDOWED = dataclasses.replace(SYSTEM, windows=(Window(0, 32), Window(32, 32)))
 
@@ -52,7 +53,7 @@ SCENARIOS = {
     "registers_only": (SYSTEM, ["mov 1 0 r4 0 0 0 0\nadd r4 r4 r5 0 0 0 0\n"]),
     # A task whose output base is the register the instruction before it writes, queued
     # behind it (a queue deep enough for fetch to run ahead of decode).
-    "base_just_written": (dataclasses.replace(SYSTEM, hts=dataclasses.replace(SYSTEM.hts, queue_depth=4)),
+    "base_just_written": (with_values(SYSTEM, {"hts.queue_depth": 4}),
                           ["mov 4 0 r4 0 0 0 0\nmov 10 0 r5 0 0 0 0\nvector_add r4 1 r5 1 0 0 1 0\n"]),
     "two_processes": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n",
                                "vector_add 20 1 30 1 0 1 0 0\nvector_add 22 1 31 1 1 1 0 0\n"]),

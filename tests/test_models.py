@@ -18,7 +18,7 @@ from isolation import shared_windows, windows_example
 
 from hts import benchmarks
 from hts.assembler import assemble
-from hts.base.config import load_config
+from hts.base.config import load_config, with_values
 from hts.cosim.progen import random_config, random_programs, random_windows
 from hts.isa import FaultCause
 from hts.models.dispatch import START_DELAY
@@ -172,8 +172,7 @@ skip:
 
 def test_tlb_full_stalls_and_copies_back(tiny_config):
     # One TLB entry, but room elsewhere so that speculative tasks reach decode.
-    config = dataclasses.replace(tiny_config, hts=dataclasses.replace(
-        tiny_config.hts, tracker_entries=8, window=4, rs_entries=4))
+    config = with_values(tiny_config, {"hts.tracker_entries": 8, "hts.window": 4, "hts.rs_entries": 4})
     program = assemble(TLB_PRESSURE, config)
     result = HTSModel(config, [program], initial_memory(config)).run()
     assert result.stalls.get("tlb_full", 0) > 0
@@ -201,7 +200,7 @@ two:    vector_add  24 2 46 1 4 0 0 0
 
 
 def test_tlb_stall_starts_a_copy_back_before_the_program_ends(default_config):
-    config = dataclasses.replace(default_config, hts=dataclasses.replace(default_config.hts, tlb_entries=1))
+    config = with_values(default_config, {"hts.tlb_entries": 1})
     program = assemble(TLB_REUSE, config)
     result = HTSModel(config, [program], initial_memory(config)).run()
     assert result.stalls.get("tlb_full", 0) > 0

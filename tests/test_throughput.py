@@ -4,11 +4,11 @@ Expected figures are worked out from the timing contract (docs/microarchitecture
 the configuration, never copied from a run.
 """
 
-import dataclasses
 
 import pytest
 
 from hts.assembler import assemble
+from hts.base.config import with_values
 from hts.base.errors import HTSError
 from hts.flows import throughput
 from hts.flows.throughput import (
@@ -35,7 +35,7 @@ def _measured(kind, config, tasks):
 
 def _roomy(config, tasks):
     """``config`` with window and tracker room for every task: decode never waits for the back end."""
-    return dataclasses.replace(config, hts=dataclasses.replace(config.hts, window=tasks, tracker_entries=tasks))
+    return with_values(config, {"hts.window": tasks, "hts.tracker_entries": tasks})
 
 
 # ---- the programs ---------------------------------------------------------------------------
@@ -67,7 +67,7 @@ def test_each_chain_task_reads_what_the_previous_one_wrote_and_nothing_else_meet
 def test_a_program_that_does_not_fit_is_an_error(tiny_config):
     with pytest.raises(HTSError, match="program memory"):
         program_text("chain", tiny_config, tiny_config.hts.program_words + 1)
-    small = dataclasses.replace(tiny_config, memory=dataclasses.replace(tiny_config.memory, blocks=100))
+    small = with_values(tiny_config, {"memory.blocks": 100})
     with pytest.raises(HTSError, match="memory blocks"):
         program_text("independent", small, 51)
     assert _program("chain", small, 99)

@@ -9,7 +9,6 @@ test of the whole scheduler cover them.) Also: random decoded tasks, and their
 conversion to and from ``queued_task_layout`` and ``task_layout`` records.
 """
 
-import dataclasses
 import random
 
 from rtl_sim import region_value
@@ -21,23 +20,17 @@ from hts.models.reservation_station import ReservationStation
 from hts.models.timing import TableLatency
 from hts.models.window import DecodedTask, DispatchWindow
 
-__all__ = ["CONFIGS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set", "config_named",
+__all__ = ["CONFIGS", "VARIANTS", "ModelSurroundings", "TaskSource", "assert_contents", "bit_set",
            "drive_end_of_cycle", "record_fields", "tags_of", "task_fields", "task_record", "task_record_value",
            "tracker_register_record",
            "delivered_record_fields", "delivered_task_fields", "delivered_task_record"]
 
-CONFIGS = ["default", "tiny", "wide", "wide3"]
-WIDE = {"wide": (2, 6), "wide3": (3, 5)}     # (dispatch ways, window entries) on the default
-
-
-def config_named(request, name: str) -> SystemConfig:
-    """A preset by name; ``wide`` is the default with two dispatch ways and a 6-entry window,
-    ``wide3`` with three ways and a 5-entry window."""
-    if name in WIDE:
-        config = request.getfixturevalue("default_config")
-        width, window = WIDE[name]
-        return dataclasses.replace(config, hts=dataclasses.replace(config.hts, dispatch_width=width, window=window))
-    return request.getfixturevalue(f"{name}_config")
+# The default with two dispatch ways and a 6-entry window, and with three and a 5-entry one.
+VARIANTS = {
+    "wide": ("default", {"hts.dispatch_width": 2, "hts.window": 6}),
+    "wide3": ("default", {"hts.dispatch_width": 3, "hts.window": 5}),
+}
+CONFIGS = ["default", "tiny", *VARIANTS]
 
 
 class ModelSurroundings:

@@ -11,14 +11,15 @@ cycle reaches the task through its delivered regions, as the tracker's entry tak
 Two shells of classes with different latencies run side by side on random traffic.
 """
 
-import dataclasses
 import functools
 import random
 
 import pytest
 from amaranth.hdl import Module, Shape
+from configs import latencies, preset
 from rtl_sim import region_value, run
 
+from hts.base.config import with_values
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.interfaces import (delivered_task_layout, granted_task_layout, held_task_layout, region_layout,
                                 task_record_layout)
@@ -27,10 +28,8 @@ from hts.models.copy_back import transfer_cycles
 
 def short_latencies(config):
     """Latencies of 1 and 4 cycles and one word a beat: write-back as long as the run, or longer."""
-    classes = [dataclasses.replace(acc, latency=latency) for acc, latency in zip(config.accelerators, (1, 4))]
-    return dataclasses.replace(config, accelerators=tuple(classes) + config.accelerators[2:],
-                               memory=dataclasses.replace(config.memory, block_words=2),
-                               hts=dataclasses.replace(config.hts, copyback_words_per_cycle=2))
+    return with_values(config, {**latencies(config, (1, 4)), "memory.block_words": 2,
+                                "hts.copyback_words_per_cycle": 2})
 
 
 SYSTEMS = {
@@ -80,9 +79,9 @@ def random_record(rng: random.Random, config) -> dict:
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
-def test_shell_timing_matches_model(request, system, seed):
-    preset, transform, names, cycles = SYSTEMS[system]
-    config = transform(request.getfixturevalue(f"{preset}_config"))
+def test_shell_timing_matches_model(system, seed):
+    name, transform, names, cycles = SYSTEMS[system]
+    config = transform(preset(name))
     classes = [next(i for i, acc in enumerate(config.accelerators) if acc.name == name) for name in names]
     latencies = [config.accelerators[c].latency for c in classes]
     assert latencies[0] != latencies[1], "the test needs two different latencies"

@@ -4,6 +4,7 @@ import random
 from types import SimpleNamespace
 
 import pytest
+from configs import preset
 from rtl_sim import run
 
 from hts.hdl.asr import AcceleratorStatus
@@ -22,10 +23,10 @@ def test_flat_numbering_is_class_major(default_config):
     assert [flat_instance(default_config, c, i) for c, i in numbering] == list(range(len(numbering)))
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny"])
+@pytest.mark.parametrize("name", ["default", "tiny"])
 @pytest.mark.parametrize("seed", range(3))
-def test_asr_matches_model(request, preset, seed):
-    config = request.getfixturevalue(f"{preset}_config")
+def test_asr_matches_model(name, seed):
+    config = preset(name)
     counts = [acc.count for acc in config.accelerators]
     dut, model, rng = AcceleratorStatus(config), Model(counts), random.Random(seed)
     numbering = instance_numbering(config)

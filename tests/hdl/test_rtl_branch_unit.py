@@ -8,15 +8,14 @@ the test steers: the tracker answers the writers the test picks, the TLB the phy
 block it picks, the memory is a dict of first words, and fetch records redirects.
 """
 
-import dataclasses
 import random
 from collections import Counter
 from types import SimpleNamespace
 
 import pytest
+from configs import config_named
 from rtl_sim import drive_retarget, region_value, run
 
-from hts.base.config import load_config
 from hts.hdl.branch_unit import BranchUnit, slot_layout
 from hts.hdl.interfaces import BranchKind
 from hts.isa import RESERVED_ACCEL_ID, REGISTER_BITS, Opcode, Word
@@ -90,17 +89,8 @@ class BranchSurroundings:
         return [branch for proc in self.processes for branch in proc.branches]
 
 
-def config_named(request, name: str):
-    """A preset; ``quick`` is the large one with a 2-cycle memory, so that reads overlap densely."""
-    if name == "quick":
-        config = request.getfixturevalue("large_config")
-        return dataclasses.replace(config, timing=dataclasses.replace(config.timing, memory_latency=2))
-    return request.getfixturevalue(f"{name}_config")
-
-
-@pytest.fixture(scope="session")
-def large_config():
-    return load_config("large")
+# The large preset with a 2-cycle memory, so that reads overlap densely.
+VARIANTS = {"quick": ("large", {"timing.memory_latency": 2})}
 
 
 def bits(items) -> int:
@@ -150,8 +140,8 @@ def random_word(rng: random.Random, config, pid: int) -> tuple[Word, int]:
 
 
 @pytest.mark.parametrize("preset,seed,cycles", RUNS)
-def test_branch_unit_matches_model(request, preset, seed, cycles):
-    config = config_named(request, preset)
+def test_branch_unit_matches_model(preset, seed, cycles):
+    config = config_named(preset, VARIANTS)
     hts, latency, home = config.hts, config.timing.memory_latency, config.memory.blocks
     blocks = [*range(BLOCKS), *range(home, home + BLOCKS)]
     rng = random.Random(seed)

@@ -6,21 +6,18 @@ oldest; the squash that follows aborts tickets not granted (``_squash`` removes 
 broadcast leaves out; aborts of running or idle instances do not concern the CDB.
 """
 
-import dataclasses
 import random
 from collections import deque
 from types import SimpleNamespace
 
 import pytest
+from configs import preset
 from rtl_sim import run
 
+from hts.base.config import with_values
 from hts.hdl.cdb import CommonDataBus
 from hts.hdl.interfaces import instance_numbering
 from hts.models.cdb import CommonDataBus as Model
-
-
-def wide_cdb(config, width: int):
-    return dataclasses.replace(config, hts=dataclasses.replace(config.hts, cdb_width=width))
 
 
 def running(class_index: int, instance: int) -> SimpleNamespace:
@@ -30,11 +27,9 @@ def running(class_index: int, instance: int) -> SimpleNamespace:
 
 @pytest.mark.parametrize("system", ["default", "tiny", "default-cdb2", "tiny-cdb3"])
 @pytest.mark.parametrize("seed", range(3))
-def test_cdb_matches_model(request, system, seed):
-    preset, _, width = system.partition("-cdb")
-    config = request.getfixturevalue(f"{preset}_config")
-    if width:
-        config = wide_cdb(config, int(width))
+def test_cdb_matches_model(system, seed):
+    name, _, width = system.partition("-cdb")
+    config = with_values(preset(name), {"hts.cdb_width": int(width)}) if width else preset(name)
     numbering = instance_numbering(config)
     dut, model, rng = CommonDataBus(config), Model(config.hts.cdb_width), random.Random(seed)
     runs = [running(c, i) for c, i in numbering]

@@ -13,7 +13,6 @@ DMA ports answers as an always-ready memory, so copies take exactly the model's 
 a second test stalls the memory at random and checks the data and the delay.
 """
 
-import dataclasses
 import random
 from collections import Counter, deque
 from types import SimpleNamespace
@@ -21,9 +20,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 from amaranth.hdl import Module
+from configs import latencies, preset
 from queue_model import TaskSource, bit_set, delivered_task_record
 from rtl_sim import region_value, run
 
+from hts.base.config import with_values
 from hts.hdl.accelerator import AcceleratorShell, LatencyCore
 from hts.hdl.copy_back import CopyBackEngine
 from hts.hdl.interfaces import instance_numbering
@@ -37,11 +38,12 @@ from hts.models.tlb import CopyBack, TLBEntry
 def short_latencies(config, block_words: int | None = None, per_beat: int | None = None):
     """Latencies from 2 cycles up in steps of one block's transfer, so that running
     producers are caught both before and after their write-back starts."""
-    memory = dataclasses.replace(config.memory, block_words=block_words or config.memory.block_words)
-    hts = dataclasses.replace(config.hts, copyback_words_per_cycle=per_beat or config.hts.copyback_words_per_cycle)
-    step = max(2, memory.block_words // hts.copyback_words_per_cycle)
-    classes = tuple(dataclasses.replace(acc, latency=2 + step * index) for index, acc in enumerate(config.accelerators))
-    return dataclasses.replace(config, accelerators=classes, memory=memory, hts=hts)
+    block_words = block_words or config.memory.block_words
+    per_beat = per_beat or config.hts.copyback_words_per_cycle
+    step = max(2, block_words // per_beat)
+    cycles = [2 + step * index for index in range(len(config.accelerators))]
+    return with_values(config, {**latencies(config, cycles), "memory.block_words": block_words,
+                                "hts.copyback_words_per_cycle": per_beat})
 
 
 SYSTEMS = {
@@ -52,9 +54,9 @@ SYSTEMS = {
 }
 
 
-def system_config(request, system: str):
-    preset, block_words, per_beat, _ = SYSTEMS[system]
-    return short_latencies(request.getfixturevalue(f"{preset}_config"), block_words, per_beat)
+def system_config(system: str):
+    name, block_words, per_beat, _ = SYSTEMS[system]
+    return short_latencies(preset(name), block_words, per_beat)
 
 
 def entry_value(entry: TLBEntry) -> dict:
@@ -228,8 +230,8 @@ def expected_beats(config, copy: CopyBack) -> list[tuple[int, str, int]]:
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
-def test_copy_back_matches_model(request, system, seed):
-    config = system_config(request, system)
+def test_copy_back_matches_model(system, seed):
+    config = system_config(system)
     hts, home_blocks = config.hts, config.memory.blocks
     numbering = instance_numbering(config)
     rng = random.Random(seed)
@@ -420,10 +422,10 @@ def test_copy_back_matches_model(request, system, seed):
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
-def test_copy_back_survives_memory_stalls(request, system, seed):
+def test_copy_back_survives_memory_stalls(system, seed):
     """A memory that holds off requests and answers late: the data still arrive home
     intact, beat by beat in order, and the copies finish later than the model's cycles."""
-    config = system_config(request, system)
+    config = system_config(system)
     hts, home_blocks, words = config.hts, config.memory.blocks, config.memory.block_words
     per_beat = hts.copyback_words_per_cycle
     rng = random.Random(seed)

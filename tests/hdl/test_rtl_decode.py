@@ -11,7 +11,6 @@ final registers, must equal the in-order executor's. Speculation (masks, checkpo
 restore) is exercised with the whole scheduler, against the cycle model.
 """
 
-import dataclasses
 import random
 
 import pytest
@@ -19,6 +18,7 @@ from amaranth.hdl import Elaboratable, Module, Mux, Signal
 from rtl_sim import run
 
 from hts.assembler import assemble
+from hts.base.config import with_values
 from hts.cosim.progen import random_config, random_programs
 from hts.hdl.decode import Decode, take_queue
 from hts.hdl.interfaces import BranchKind, Stall
@@ -57,7 +57,7 @@ class FrontEnd(Elaboratable):
 
 
 def without_speculation(config):
-    return dataclasses.replace(config, hts=dataclasses.replace(config.hts, speculation=False))
+    return with_values(config, {"hts.speculation": False})
 
 
 @pytest.mark.parametrize("seed", range(40))

@@ -11,18 +11,18 @@ task (queued record and its tag's entry) with its task ID and metadata to its sh
 the task to the trace.
 """
 
-import dataclasses
 import random
 from collections import Counter
 from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
+from configs import preset
 from queue_model import (TaskSource, delivered_record_fields, delivered_task_fields, task_record, task_record_value,
                          tracker_register_record)
 from rtl_sim import run
 
-from hts.base.config import load_config
+from hts.base.config import with_values
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.interfaces import granted_task_layout, instance_numbering
 from hts.models.asr import AcceleratorStatus
@@ -34,13 +34,10 @@ CYCLES = 200
 SYSTEMS = ["default", "tiny", "large", "default-width2", "default-width3", "tiny-width2"]
 
 
-def system_config(request, system: str):
-    """A preset (``large`` has no fixture), optionally with another dispatch width."""
-    preset, _, width = system.partition("-width")
-    config = load_config(preset) if preset == "large" else request.getfixturevalue(f"{preset}_config")
-    if width:
-        config = dataclasses.replace(config, hts=dataclasses.replace(config.hts, dispatch_width=int(width)))
-    return config
+def system_config(system: str):
+    """A preset, optionally with another dispatch width (``default-width2``)."""
+    name, _, width = system.partition("-width")
+    return with_values(preset(name), {"hts.dispatch_width": int(width)}) if width else preset(name)
 
 
 class AnyInstruction:
@@ -63,8 +60,8 @@ class DispatchSurroundings:
 
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
-def test_dispatch_matches_model(request, system, seed):
-    config = system_config(request, system)
+def test_dispatch_matches_model(system, seed):
+    config = system_config(system)
     hts, classes = config.hts, range(len(config.accelerators))
     numbering = instance_numbering(config)
     dut, rng, model = DispatchArbiter(config), random.Random(seed), DispatchSurroundings(config)

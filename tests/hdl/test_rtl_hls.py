@@ -10,16 +10,16 @@ metadata the cycle after, when it starts, and junk on the shell's ``delivered`` 
 ``record`` ports in every other cycle.
 """
 
-import dataclasses
 import random
 
 import numpy as np
 import pytest
 from amaranth.hdl import Module, Signal, signed
 from amaranth.sim import Simulator
+from configs import preset
 from rtl_sim import region_value, run
 
-from hts.base.config import load_config
+from hts.base.config import with_values
 from hts.hdl.accelerator import AcceleratorShell
 from hts.hdl.hls import requantise, vector_add_core
 from hts.hdl.interfaces import delivered_task_layout
@@ -34,9 +34,8 @@ from hts.models.timing import VectorAddCoreLatency
 
 def small(block_words: int, per_beat: int):
     """tiny with a small memory, so that random regions overlap and the memory is cheap."""
-    config = load_config("tiny")
-    return dataclasses.replace(config, memory=dataclasses.replace(config.memory, block_words=block_words, blocks=48),
-                               hts=dataclasses.replace(config.hts, copyback_words_per_cycle=per_beat))
+    return with_values(preset("tiny"), {"memory.block_words": block_words, "memory.blocks": 48,
+                                         "hts.copyback_words_per_cycle": per_beat})
 
 
 CONFIGS = {"64x4": small(64, 4), "8x2": small(8, 2), "4x1": small(4, 1)}

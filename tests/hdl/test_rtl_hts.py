@@ -12,12 +12,13 @@ import random
 
 import pytest
 from amaranth.hdl import Fragment
+from configs import latencies, preset
 from isolation import shared_windows, windows_example
 from system_sim import first_difference, run_rtl
 
 from hts import benchmarks
 from hts.assembler import Program, assemble
-from hts.base.config import load_config
+from hts.base.config import load_config, with_values
 from hts.cosim.progen import random_config, random_programs, random_windows
 from hts.hdl.hts import HTS
 from hts.hdl.trace import canonical
@@ -56,7 +57,7 @@ def test_benchmark_trace_equals_the_model(name, preset):
 def buildable(config):
     """``config`` with copy-back beats no wider than a block, which the copy-back RTL needs."""
     words = min(config.hts.copyback_words_per_cycle, config.memory.block_words)
-    return dataclasses.replace(config, hts=dataclasses.replace(config.hts, copyback_words_per_cycle=words))
+    return with_values(config, {"hts.copyback_words_per_cycle": words})
 
 
 # Seeds found (by probing the model over 6,000 seeds) to reach rare coincidences that
@@ -120,8 +121,7 @@ RETARGET_AT_COMPLETION_SEEDS = (297,)
 @pytest.mark.parametrize("seed", RETARGET_AT_COMPLETION_SEEDS)
 def test_a_producer_retargeted_in_its_completion_cycle_writes_home(seed):
     def short_latencies(config, rng):
-        return dataclasses.replace(config, accelerators=tuple(
-            dataclasses.replace(accel, latency=rng.choice([1, 2, 5])) for accel in config.accelerators))
+        return with_values(config, latencies(config, [rng.choice([1, 2, 5]) for _ in config.accelerators]))
 
     events = random_lockstep(seed, short_latencies)
     completions = {(event["cycle"], event["tag"]) for event in events if event["event"] == "complete"}
@@ -267,7 +267,6 @@ def test_top_level_elaborates_for_the_large_configuration():
 def test_decode_waits_while_the_window_and_the_enqueue_stage_fill_it():
     """Twelve independent tasks of one class on a two-slot window: the window fills while
     the enqueue stage holds a task, and decode must count that task's slot."""
-    default = load_config("default")
-    config = dataclasses.replace(default, hts=dataclasses.replace(default.hts, window=2, rs_entries=1))
+    config = with_values(preset("default"), {"hts.window": 2, "hts.rs_entries": 1})
     text = "\n".join(f"vector_dot {2 * k} 1 {2 * k + 1} 1 0 0 0 0" for k in range(12))
     assert_lockstep(config, [assemble(text, config, "window_full.s")])

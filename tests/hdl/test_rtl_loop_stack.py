@@ -4,6 +4,7 @@ import dataclasses
 import random
 
 import pytest
+from configs import preset
 from rtl_sim import assert_caught, run
 
 from hts.hdl.interfaces import loop_frame_layout
@@ -32,10 +33,10 @@ def legal_actions(model: Model, snapshots: dict) -> list[str]:
     return actions
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny"])
+@pytest.mark.parametrize("name", ["default", "tiny"])
 @pytest.mark.parametrize("seed", range(3))
-def test_loop_stack_matches_model(request, preset, seed):
-    config = request.getfixturevalue(f"{preset}_config")
+def test_loop_stack_matches_model(name, seed):
+    config = preset(name)
     slots = config.hts.spec_ids
     dut, model, rng = LoopStack(config), Model(config.hts.loop_depth), random.Random(seed)
     snapshots: dict[int, tuple[LoopFrame, ...]] = {}

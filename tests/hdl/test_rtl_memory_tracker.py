@@ -18,11 +18,11 @@ since: the pc in ``entries``, the rest read back through every record port, a ra
 valid tag each.
 """
 
-import dataclasses
 import random
 from collections import Counter
 
 import pytest
+from configs import config_named
 from rtl_sim import drive_retarget, region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
@@ -74,12 +74,9 @@ def random_retarget(rng: random.Random, entries: list, released: set[int], new_e
 
 @pytest.mark.parametrize("preset", ["default", "tiny", "uneven"])
 @pytest.mark.parametrize("seed", range(3))
-def test_tracker_matches_model(request, preset, seed):
-    if preset == "uneven":   # fewer TLB slots than tags, so that rows and columns differ
-        base = request.getfixturevalue("default_config")
-        config = dataclasses.replace(base, hts=dataclasses.replace(base.hts, tracker_entries=6, tlb_entries=4))
-    else:
-        config = request.getfixturevalue(f"{preset}_config")
+def test_tracker_matches_model(preset, seed):
+    # uneven: fewer TLB slots than tags, so that rows and columns differ.
+    config = config_named(preset, {"uneven": ("default", {"hts.tracker_entries": 6, "hts.tlb_entries": 4})})
     count, slots, home_blocks = config.hts.tracker_entries, config.hts.tlb_entries, config.memory.blocks
     dut, rng = MemoryTracker(config), random.Random(seed)
     model = Model(count)

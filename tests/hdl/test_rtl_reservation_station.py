@@ -4,7 +4,8 @@ import random
 from collections import Counter
 
 import pytest
-from queue_model import (CONFIGS, ModelSurroundings, TaskSource, assert_contents, bit_set, config_named,
+from configs import config_named
+from queue_model import (CONFIGS, VARIANTS, ModelSurroundings, TaskSource, assert_contents, bit_set,
                          doomed_tags, drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
 from rtl_sim import run
 
@@ -15,8 +16,8 @@ CYCLES = 300
 
 @pytest.mark.parametrize("preset", CONFIGS)
 @pytest.mark.parametrize("seed", range(3))
-def test_station_matches_model(request, preset, seed):
-    config = config_named(request, preset)
+def test_station_matches_model(preset, seed):
+    config = config_named(preset, VARIANTS)
     hts, width = config.hts, config.hts.dispatch_width
     dut, rng = ReservationStation(config), random.Random(seed)
     model = ModelSurroundings(config)

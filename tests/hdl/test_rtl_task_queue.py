@@ -4,6 +4,7 @@ import dataclasses
 import random
 
 import pytest
+from configs import config_named
 from rtl_sim import run
 
 from hts.hdl.interfaces import READ_AHEAD_FIELDS, fetch_pc_width
@@ -50,19 +51,13 @@ def malformed(config, word: Word, pc: int) -> bool:
     return roles["c"] is Role.OFFSET and pc + word.offset < 0
 
 
-def small_config(config, program_words: int, queue_depth: int):
-    """A preset with a tiny program memory, so programs fill it and fetch hits its end."""
-    hts = dataclasses.replace(config.hts, program_words=program_words, queue_depth=queue_depth)
-    return dataclasses.replace(config, hts=hts)
-
-
-CONFIGS = {
-    "default": lambda request: request.getfixturevalue("default_config"),
-    "tiny": lambda request: request.getfixturevalue("tiny_config"),
-    # A ring that is not a power of two, and a memory that programs fill up.
-    "small": lambda request: small_config(request.getfixturevalue("default_config"), 6, 3),
-    "one_word": lambda request: small_config(request.getfixturevalue("tiny_config"), 1, 2),
+# Presets with a tiny program memory, so programs fill it and fetch hits its end: a ring
+# that is not a power of two, and a one-word memory.
+VARIANTS = {
+    "small": ("default", {"hts.program_words": 6, "hts.queue_depth": 3}),
+    "one_word": ("tiny", {"hts.program_words": 1, "hts.queue_depth": 2}),
 }
+CONFIGS = ["default", "tiny", *VARIANTS]
 
 
 def program_length(rng: random.Random, program_words: int) -> int:
@@ -81,10 +76,10 @@ def redirect_target(rng: random.Random, length: int, width: int) -> int:
     return rng.randrange(length, 1 << width)
 
 
-@pytest.mark.parametrize("preset", list(CONFIGS))
+@pytest.mark.parametrize("preset", CONFIGS)
 @pytest.mark.parametrize("seed", range(3))
-def test_task_queue_matches_model(request, preset, seed):
-    config = CONFIGS[preset](request)
+def test_task_queue_matches_model(preset, seed):
+    config = config_named(preset, VARIANTS)
     program_words = config.hts.program_words
     pc_width = fetch_pc_width(config)
     dut, rng = TaskQueue(config), random.Random(seed)

@@ -12,11 +12,11 @@ tracker regions and the slots' homes; the bits of free slots and of tags not in 
 are random, as the TLB must ignore them.
 """
 
-import dataclasses
 import random
 from collections import Counter
 
 import pytest
+from configs import config_named
 from rtl_sim import region_value, run
 
 from hts.hdl.interfaces import HeadSource
@@ -58,12 +58,10 @@ def slots_by_age(ctx, dut, where: str) -> list[int]:
 
 @pytest.mark.parametrize("preset", ["default", "tiny", "small"])
 @pytest.mark.parametrize("seed", range(3))
-def test_tlb_matches_model(request, preset, seed):
-    if preset == "small":    # small TM, so that room runs out and the pointer resets; processes share it
-        base = request.getfixturevalue("default_config")
-        config = dataclasses.replace(base, hts=dataclasses.replace(base.hts, tlb_entries=4, tm_blocks=6, processes=2))
-    else:
-        config = request.getfixturevalue(f"{preset}_config")
+def test_tlb_matches_model(preset, seed):
+    # small: a small TM, so that room runs out and the pointer resets; processes share it.
+    config = config_named(preset, {"small": ("default", {"hts.tlb_entries": 4, "hts.tm_blocks": 6,
+                                                         "hts.processes": 2})})
     hts, home_blocks = config.hts, config.memory.blocks
     dut, rng = TaskLookupBuffer(config), random.Random(seed)
     steer = random.Random(-seed)       # its own stream, so that steering leaves the rest of the stimulus alone
