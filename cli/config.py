@@ -14,8 +14,10 @@ def run_config(args) -> int:
     for acc in config.accelerators:
         print(f"{acc.name:<16}{acc.id:>#5x}{acc.count:>7}{acc.latency:>10}")
     print()
-    for key, value, doc in describe(config):
-        print(f"{key:<24}{str(value).lower() if isinstance(value, bool) else value:>8}  {doc}")
+    rows = describe(config)
+    width = max(len(key) for key, _, _ in rows) + 2
+    for key, value, doc in rows:
+        print(f"{key:<{width}}{str(value).lower() if isinstance(value, bool) else value:>8}  {doc}")
     return 0
 
 

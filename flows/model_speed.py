@@ -29,7 +29,7 @@ def measure(bands: int, taken: bool, repeat: int, config_name: str) -> tuple[int
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hts.flows.model_speed", description=__doc__.splitlines()[0])
     parser.add_argument("--bands", type=int, default=32)
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the fastest counts")
     parser.add_argument("-c", "--config", default="default")

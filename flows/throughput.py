@@ -1,4 +1,4 @@
-"""Scheduler throughput: cycles per decoded task and enqueue-to-dispatch latency, model and RTL.
+"""Scheduler throughput: cycles per decoded task and decode-to-dispatch latency, model and RTL.
 
     python -m hts.flows.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--no-rtl] [--plot FILE.png]
 

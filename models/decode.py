@@ -270,7 +270,7 @@ class Decode:
         region base from the register its instruction decoded now writes waits a cycle.
         In hardware the TLB and window relations of the next head are compared a cycle
         ahead, from its registers as they stand before the write lands; they are compared
-        again in that cycle (docs/hardware.md, "Timing")."""
+        again in that cycle (docs/microarchitecture.md, "Decode's cycle")."""
         for pid, register in self.written.items():
             head = processes[pid].queue.head()
             if head is not None and _reads_region_base(head.word, register):

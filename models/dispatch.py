@@ -19,7 +19,8 @@ from .window import DecodedTask, DispatchWindow
 __all__ = ["Dispatch", "START_DELAY"]
 
 # Cycles from a dispatch grant to the accelerator's first cycle: the grant is registered,
-# and the shell reads the task's regions by the registered tag (docs/hardware.md, "Timing").
+# and the shell reads the task's regions by the registered tag (docs/microarchitecture.md,
+# "Dispatch: the grant's cycle and the start cycle").
 START_DELAY = 1
 
 
