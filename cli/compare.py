@@ -12,6 +12,9 @@ from .command import Command
 # Added dependences the text table names before "and N more".
 _EXTRA_SHOWN = 10
 
+# The schedules read from a run's trace, whose tasks :func:`_inputs`'s ``label`` names.
+_TRACED = ("hts", "hts-nospec", "runtime")
+
 
 def _add_arguments(parser):
     parser.add_argument("programs", metavar="PROG", nargs="+",
@@ -48,6 +51,22 @@ def _inputs(args, config):
         return (made.config, [made.program], made.timing, graph, lambda pid, pc: made.task_of_pc[pc],
                 made.accel_class, sorted(made.extra_dependences))
     return config, load_programs(args.programs, config), None, None, lambda pid, pc: f"{pid}.{pc}", None, []
+
+
+def _gantt_labels(args, scheduler: str) -> str:
+    """What the bar labels of ``scheduler``'s Gantt chart are.
+
+    A task graph file names every task itself. Of programs, the traced runs name a task
+    by the instruction that started it (``label`` of :func:`_inputs`; the model's trace
+    numbers a repeated instruction's runs), the other schedules by its place in the
+    programs' task graph (:func:`hts.models.graphs.program_graph`).
+    """
+    if Path(args.programs[0]).suffix.lower() == ".graphml":
+        return f"Labels: task names of {Path(args.programs[0]).name}"
+    if scheduler in _TRACED:
+        return ("Labels pid.pc: process and word index (pc) of the instruction that issued the task; "
+                "pid.pc'n: that instruction's (n+1)-th task to finish")
+    return "Labels tN: the task's place in program order, from t0 (the programs one after another)"
 
 
 def _note(row: dict) -> str:
@@ -101,7 +120,7 @@ def compare(args) -> tuple[int, list[dict], list[dict]]:
     reference = [] if graph is None else reference_rows(graph, machine, offline, runs["naive"].cycles)
     plot = Path(args.plot) if args.plot else Path(f"{Path(args.programs[0]).stem}_compare.png")
     title = f"{' '.join(Path(p).name for p in args.programs)} on {config.source}"
-    schedules = {name: trace_schedule(runs[name], label) for name in ("hts", "hts-nospec", "runtime")}
+    schedules = {name: trace_schedule(runs[name], label) for name in _TRACED}
     if graph is not None:
         schedules["naive"] = naive_schedule(runs["naive"], graph, config.timing.interrupt_latency, classes)
     schedules.update(offline)
@@ -110,7 +129,7 @@ def compare(args) -> tuple[int, list[dict], list[dict]]:
     with all_or_none():
         plot_compare(rows, plot, title)
         for name, schedule in schedules.items():
-            plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}")
+            plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}", _gantt_labels(args, name))
     if args.json:
         tasks, edges = (0, 0) if graph is None else (len(graph), len(graph.edges))
         print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows,

@@ -23,12 +23,16 @@ def _add_arguments(parser):
 
 
 def run(args) -> int:
+    from hts.base.progress import heartbeat
     from hts.flows.synth import default_block, module_name, write_verilog
     config = system(args.config)
     block = args.block or default_block()
     if args.soc_top and block != "axi_hts":
         raise HTSError(f"--soc-top wraps the block axi_hts, not {block!r} (add --block axi_hts)")
-    warnings = write_verilog(config, block, args.output)
+    # Elaborating the whole scheduler and Amaranth's WebAssembly Yosys (compiled on its first
+    # start) leave this silent for a minute or more: say that it still runs, on stderr.
+    with heartbeat(f"Verilog of {block}"):
+        warnings = write_verilog(config, block, args.output)
     for warning in warnings:
         print(warning, file=sys.stderr)
     lint = f"{len(warnings)} Verilator warning(s)" if warnings else "lints clean"

@@ -24,6 +24,7 @@ from filelock import FileLock
 from hts.base.config import SystemConfig
 from hts.base.errors import HTSError
 from hts.base.output import atomic_path
+from hts.base.progress import heartbeat
 from hts.base.toolchain import use_bundled_tools, verilator_version
 from hts.hdl import mutation
 
@@ -88,7 +89,10 @@ def build_key(config: SystemConfig, waves: bool, axi: bool = False, rtl_classes:
 def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool = False,
           rtl_classes: tuple[str, ...] = ()) -> Path:
     """The Verilator build of ``config`` (with VCD tracing if ``waves``; behind the AXI4-Lite
-    control registers if ``axi``; with the RTL cores of ``rtl_classes``), compiled if not cached."""
+    control registers if ``axi``; with the RTL cores of ``rtl_classes``), compiled if not cached.
+
+    A build takes minutes: while it runs, or while this process waits for another's,
+    ``progress`` hears how long it has taken (:func:`hts.base.progress.heartbeat`)."""
     use_bundled_tools()
     rtl_instances(config, rtl_classes)      # a class without an RTL core fails here, before any build
     folder = cache_root() / build_key(config, waves, axi, rtl_classes)
@@ -96,8 +100,9 @@ def build(config: SystemConfig, waves: bool = False, progress=print, axi: bool =
     if stamp.exists():
         return folder
     folder.parent.mkdir(parents=True, exist_ok=True)
-    # Runs started together build once: the others wait here, then find the stamp.
-    with FileLock(folder.with_name(f"{folder.name}.lock")):
+    # Runs started together build once: the others wait for the lock, then find the stamp.
+    # Either way minutes pass without a word but the heartbeat's.
+    with heartbeat("[cosim] Verilator model build", progress), FileLock(folder.with_name(f"{folder.name}.lock")):
         if not stamp.exists():
             _compile(config, waves, axi, rtl_classes, folder, progress)
             stamp.write_text("ok\n")

@@ -1,16 +1,18 @@
 """PNG charts beside the result tables (matplotlib, no display needed)."""
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")  # files only: no display on CI machines
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
+from matplotlib.font_manager import FontProperties  # noqa: E402
 
 from hts.base.output import atomic_path  # noqa: E402
 
 __all__ = ["plot_compare", "plot_scaling", "plot_benchmarks", "plot_synth_sweep", "plot_synth_blocks", "plot_gantt",
-           "plot_gap_study", "plot_decode_times", "plot_kill_matrix"]
+           "gantt_figure", "plot_gap_study", "plot_decode_times", "plot_kill_matrix"]
 
 
 def _save(fig, path: str | Path):
@@ -121,11 +123,54 @@ def plot_logic_levels(by_block: dict[str, dict[int, int]], path: str | Path, tit
     _save(fig, path)
 
 
-def plot_gantt(slots: dict, makespan: int, path: str | Path, title: str):
-    """One row per PE (and location, when there are several), one bar per task.
+# Bar labels of Gantt charts: their font size, and the room left between a label and
+# each end of its bar, in points (so that neighbouring labels never touch).
+GANTT_LABEL_FONTSIZE = 6
+GANTT_LABEL_MARGIN_PT = 0.75
+# The part of a row a Gantt bar takes; the font size of the caption under the chart.
+_GANTT_BAR_HEIGHT = 0.6
+_CAPTION_FONTSIZE = 7
 
-    ``slots`` maps task names to objects with ``pe``, ``location``, ``start`` and ``finish``
-    (:class:`hts.models.schedulers.schedule.Slot`).
+
+def plot_gantt(slots: dict, makespan: int, path: str | Path, title: str, label_note: str | None = None):
+    """Write a Gantt chart of a schedule as PNG (see :func:`gantt_figure`).
+
+    Parameters
+    ----------
+    slots : dict
+        Task name -> :class:`hts.models.schedulers.schedule.Slot`.
+    makespan : int
+        The schedule's length in cycles, drawn as a red line.
+    path : str or Path
+        The PNG to write (whole or not at all).
+    title : str
+        The chart's title.
+    label_note : str, optional
+        What the bar labels mean, printed under the chart.
+    """
+    _save(gantt_figure(slots, makespan, title, label_note), path)
+
+
+def gantt_figure(slots: dict, makespan: int, title: str, label_note: str | None = None):
+    """One row per PE (and location, when there are several), one bar per task, laid out.
+
+    Parameters
+    ----------
+    slots, makespan, title, label_note
+        As for :func:`plot_gantt`.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Each bar and its label carry the task's name as their ``gid``.
+
+    Notes
+    -----
+    A bar is labelled with its task's name only where the name fits inside the bar at
+    :data:`GANTT_LABEL_FONTSIZE`: short tasks are left unlabelled rather than smeared
+    over their neighbours. Which ones fit is measured on the figure as laid out (at the
+    resolution it is saved with, bars and text scale alike), so the caller must not
+    change its size afterwards.
     """
     several_locations = len({slot.location for slot in slots.values()}) > 1
 
@@ -134,19 +179,79 @@ def plot_gantt(slots: dict, makespan: int, path: str | Path, title: str):
 
     rows = sorted({row_of(slot) for slot in slots.values()})
     colours = plt.get_cmap("tab20")
-    fig, ax = plt.subplots(figsize=(9, 1.2 + 0.45 * len(rows)))
-    for index, (task, slot) in enumerate(sorted(slots.items(), key=lambda item: item[1].start)):
-        y = rows.index(row_of(slot))
-        ax.barh(y, slot.finish - slot.start, left=slot.start, height=0.6, color=colours(index % 20),
-                edgecolor="black", linewidth=0.4)
-        ax.text(slot.start + (slot.finish - slot.start) / 2, y, task, ha="center", va="center", fontsize=6)
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.45 * len(rows)))
+    order = sorted(slots, key=lambda task: slots[task].start)
+    # One call for all bars: a call per bar took most of a minute for some thousand tasks.
+    drawn = ax.barh([rows.index(row_of(slots[task])) for task in order],
+                    [slots[task].finish - slots[task].start for task in order],
+                    left=[slots[task].start for task in order], height=_GANTT_BAR_HEIGHT,
+                    color=[colours(index % 20) for index in range(len(order))], edgecolor="black", linewidth=0.4)
+    bars = dict(zip(order, drawn))
+    for task, bar in bars.items():
+        bar.set_gid(task)
     ax.axvline(makespan, color="#c04040", linewidth=1)
     ax.set_yticks(range(len(rows)), rows, fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlabel(f"cycles (makespan {makespan})")
+    ax.set_xlabel(f"cycles (makespan {makespan}, red line)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="x", alpha=0.3)
-    _save(fig, path)
+    if label_note:
+        _caption(ax, f"{label_note}. Bars too short for their label have none.")
+    fig.tight_layout()              # the bars' final size, which decides which labels fit
+    _label_bars_that_fit(ax, bars)
+    return fig
+
+
+def _caption(ax, text: str):
+    """``text`` in small print under the x axis's label, from the left edge of the axes.
+
+    An annotation of the axes, so that ``tight_layout`` leaves room for it; wrapped to
+    the width the axes will have, or it would squeeze them instead.
+    """
+    # Characters of this size per line: some 0.55 em each, on the 85% of the width that
+    # the axes take beside the row names.
+    width_pt = ax.figure.get_figwidth() * 72 * 0.85
+    text = textwrap.fill(text, int(width_pt / (0.55 * _CAPTION_FONTSIZE)))
+    ax.annotate(text, xy=(0, 0), xycoords=("axes fraction", ax.xaxis.label), xytext=(0, -3),
+                textcoords="offset points", ha="left", va="top", fontsize=_CAPTION_FONTSIZE, color="#404040")
+
+
+def _label_bars_that_fit(ax, bars: dict):
+    """Write each task's name centred in its bar if it fits there with its margins; else none.
+
+    Bars of one row do not overlap, so labels kept inside their bars cannot overlap
+    either; a label that would still touch one already written (overlapping bars in a
+    malformed schedule) is dropped too.
+    """
+    renderer = ax.figure.canvas.get_renderer()
+    margin_px = GANTT_LABEL_MARGIN_PT * ax.figure.dpi / 72
+    font = FontProperties(size=GANTT_LABEL_FONTSIZE)
+    written = []
+    for task, bar in bars.items():
+        room = bar.get_window_extent(renderer).padded(-margin_px)
+        # The name's width alone rules out most short bars without making a text of it
+        # (which took most of the time on thousands of tasks); the text itself decides.
+        if renderer.get_text_width_height_descent(task, font, ismath=False)[0] > room.width:
+            continue
+        label = ax.text(bar.get_x() + bar.get_width() / 2, bar.get_y() + bar.get_height() / 2, task, ha="center",
+                        va="center", fontproperties=font, color=_ink_on(bar.get_facecolor()), gid=task)
+        extent = label.get_window_extent(renderer)
+        if not _inside(extent, room) or any(extent.overlaps(other) for other in written):
+            label.remove()
+        else:
+            written.append(extent)
+
+
+def _ink_on(background) -> str:
+    """Black or white, whichever reads better on ``background`` (RGBA): white on dark colours."""
+    red, green, blue = background[:3]
+    # Relative luminance (ITU-R BT.709 weights), on matplotlib's 0..1 channels.
+    return "white" if 0.2126 * red + 0.7152 * green + 0.0722 * blue < 0.45 else "black"
+
+
+def _inside(inner, outer) -> bool:
+    """Whether the box ``inner`` lies within the box ``outer`` (display coordinates)."""
+    return outer.x0 <= inner.x0 and inner.x1 <= outer.x1 and outer.y0 <= inner.y0 and inner.y1 <= outer.y1
 
 
 def plot_gap_study(bars: list[tuple[str, float]], path: str | Path, title: str):

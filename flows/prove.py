@@ -25,6 +25,7 @@ from amaranth.back import rtlil
 
 from hts.base.config import SystemConfig, load_config, parse_config
 from hts.base.errors import HTSError
+from hts.base.progress import heartbeat
 
 __all__ = ["BLOCKS", "CONFIGS", "ProofResult", "resolve_config", "prove", "prove_group", "tools_missing"]
 
@@ -244,16 +245,22 @@ def prove(config_names: list[str], blocks: list[str], timeout_s: float = DEFAULT
         harness_class(block)   # an unknown name is an error before any proof runs
     configs = {name: resolve_config(name) for name in config_names}
     started = time.monotonic()
+
+    def step(message: str):
+        progress(f"  [{time.monotonic() - started:6.1f} s] {message}")
+
     results = []
     for name, config in configs.items():
         for block in blocks:
             for group in harness_class(block).GROUPS:
                 if not group.runs_on(config):
                     continue
-                progress(f"  [{time.monotonic() - started:6.1f} s] {name}: {block} {group.name} "
-                         f"({group.mode_for(config)}, depth {group.depth_for(config)})")
-                result = prove_group(config, name, block, group.name, timeout_s=timeout_s, keep_trace_in=trace_dir)
-                progress(f"  [{time.monotonic() - started:6.1f} s] {name}: {block} {group.name}: {result.result}"
-                         f" in {result.seconds} s, covers {result.covers_reached}/{result.covers_total}")
+                step(f"{name}: {block} {group.name} ({group.mode_for(config)}, depth {group.depth_for(config)})")
+                # A group may take up to its timeout (ten minutes by default) without a word.
+                with heartbeat(f"{name}: {block} {group.name}", step):
+                    result = prove_group(config, name, block, group.name, timeout_s=timeout_s,
+                                         keep_trace_in=trace_dir)
+                step(f"{name}: {block} {group.name}: {result.result} in {result.seconds} s, "
+                     f"covers {result.covers_reached}/{result.covers_total}")
                 results.append(result)
     return results

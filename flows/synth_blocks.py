@@ -23,6 +23,7 @@ from pathlib import Path
 from hts.base.config import PRESETS, SystemConfig, load_config
 from hts.base.errors import HTSError
 from hts.base.output import check_plot_directory
+from hts.base.progress import heartbeat
 
 from .plots import plot_synth_blocks
 from .synth import TARGETS, Target, build, count_cells, module_name, run_yosys, verilog_text, yosys_script
@@ -99,14 +100,16 @@ def synthesize_blocks(config: SystemConfig, target: str = "ecp5") -> dict:
         print(f"  [{time.monotonic() - started:6.1f} s] {message}", file=sys.stderr, flush=True)
 
     step(f"Verilog of the whole scheduler ({TOP}) on {config.source}")
-    text = verilog_text(build(config, "hts"), TOP)
+    # Amaranth writes Verilog with its own WebAssembly Yosys: the first start compiles it.
+    with heartbeat("Verilog", step):
+        text = verilog_text(build(config, "hts"), TOP)
     with tempfile.TemporaryDirectory(prefix="hts_synth_blocks_") as tmp:
         workdir = Path(tmp)
         (workdir / "hts.v").write_text(text)
         (workdir / "hts.ys").write_text(yosys_script(fpga, "hts.v", TOP, "hts.stat.json", flatten=False))
         step(f"yosys: {fpga.synth} -noflatten of {TOP}, one module per submodule "
              "(the long step: a few minutes on the default configuration)")
-        run_yosys("hts.ys", "hts.log", workdir)
+        run_yosys("hts.ys", "hts.log", workdir, "yosys -noflatten", step)
         stat = json.loads((workdir / "hts.stat.json").read_text())
     step("done")
     return {"config": config.source, "target": fpga.name, "top": TOP, "note": NOTE,

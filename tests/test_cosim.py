@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -310,3 +311,24 @@ def test_a_build_cut_off_is_never_taken_for_finished(tmp_path, monkeypatch):
     assert build(config, progress=lambda message: None) == folder
     assert found == [sorted([f"{CLOCKED}.sv", f"{TOPLEVEL}.v"])]
     assert (folder / "built").read_text() == "ok\n"
+
+
+def test_a_verilator_build_says_that_it_still_runs(tmp_path, monkeypatch):
+    """The first build of a configuration takes minutes after its one line; lines follow it
+    until the build ends, and none after (here every 50 ms, Verilator a sleep)."""
+    from hts.base import progress
+    monkeypatch.setenv("HTS_COSIM_CACHE", str(tmp_path))
+    monkeypatch.setattr(progress, "INTERVAL_S", 0.05)
+
+    class SlowVerilator:
+        def build(self, **_):
+            time.sleep(0.6)
+
+    monkeypatch.setattr("cocotb_tools.runner.get_runner", lambda name: SlowVerilator())
+    lines = []
+    build(load_config("tiny"), progress=lines.append)
+    built = len(lines)
+    time.sleep(0.2)
+    assert lines[0].startswith("[cosim] building the Verilator model in ")
+    assert len(lines) == built and len(lines[1:]) >= 3
+    assert all(line.startswith("[cosim] Verilator model build: still running, ") for line in lines[1:])

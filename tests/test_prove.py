@@ -2,6 +2,8 @@
 and taking away an assumption they need makes them fail."""
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -148,3 +150,23 @@ def test_cli_names_the_blocks_for_an_unknown_one(capsys):
 def test_unknown_block_is_an_error():
     with pytest.raises(HTSError, match="dispatch"):
         harness_class("decode")
+
+
+def test_a_long_proof_says_that_it_still_runs(monkeypatch):
+    """A group may take up to its timeout in silence; its lines stop when it ends (here every
+    50 ms, the proof a sleep)."""
+    from hts.base import progress
+    from hts.flows import prove as prove_flow
+    monkeypatch.setattr(progress, "INTERVAL_S", 0.05)
+
+    def slow_group(config, config_name, block, group_name, **_):
+        time.sleep(0.6)
+        return SimpleNamespace(result="PASS", seconds=0.6, covers_reached=1, covers_total=1)
+
+    monkeypatch.setattr(prove_flow, "prove_group", slow_group)
+    lines = []
+    prove_flow.prove(["tiny"], ["asr"], progress=lines.append)
+    assert lines[0].endswith("tiny: asr status (prove, depth 2)") and lines[-1].endswith("PASS in 0.6 s, covers 1/1")
+    beats = lines[1:-1]
+    assert len(beats) >= 3 and all(line.endswith("so far") and "tiny: asr status: still running, " in line
+                                   for line in beats)

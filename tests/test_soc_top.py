@@ -8,6 +8,7 @@ from importlib import resources
 
 import pytest
 
+from hts.base.progress import is_heartbeat
 from hts.flows.soc_top import AXI_BUS
 
 AXI_SIGNALS = ("awvalid", "awready", "awaddr", "awprot", "wvalid", "wready", "wdata", "wstrb", "bvalid", "bready",
@@ -24,7 +25,8 @@ def _verilog(tmp_path, preset, *extra):
 def test_the_soc_top_renames_the_bus_and_lints_clean_with_the_scheduler(tmp_path):
     result, core, top = _verilog(tmp_path, "tiny")
     assert result.returncode == 0, result.stderr
-    assert result.stderr == ""                      # no lint warning either, e.g. an unconnected pin
+    # No lint warning either, e.g. an unconnected pin; only lines saying that the step still runs.
+    assert all(is_heartbeat(line) for line in result.stderr.splitlines())
     text = top.read_text()
     for signal in AXI_SIGNALS:
         assert re.search(rf"^  (input|output) (\[\d+:0\] )?{AXI_BUS}_{signal},?$", text, re.M), signal
