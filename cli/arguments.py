@@ -8,6 +8,7 @@ from pathlib import Path
 from hts.base.config import PRESETS, load_config
 from hts.base.errors import HTSError
 from hts.base.output import atomic_path
+from hts.base.progress import to_stderr
 
 __all__ = ["add_config", "add_rtl_accelerator", "positive_int", "nonnegative_int", "positive_float", "int_list",
            "system", "load_programs", "read_text", "to_stderr", "report_faults", "print_outcome_failure",
@@ -81,11 +82,6 @@ def read_text(path: str) -> str:
         return Path(path).read_text()
     except OSError as error:
         raise HTSError(f"{path}: {error.strerror}") from None
-
-
-def to_stderr(message: str):
-    """Progress lines: on stderr, so that --json output stays one object on stdout."""
-    print(message, file=sys.stderr, flush=True)
 
 
 def report_faults(faults) -> int:

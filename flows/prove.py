@@ -12,7 +12,6 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
 import sysconfig
 import tempfile
 import time
@@ -25,7 +24,7 @@ from amaranth.back import rtlil
 
 from hts.base.config import SystemConfig, load_config, parse_config
 from hts.base.errors import HTSError
-from hts.base.progress import heartbeat
+from hts.base.progress import heartbeat, to_stderr
 
 __all__ = ["BLOCKS", "CONFIGS", "ProofResult", "resolve_config", "prove", "prove_group", "tools_missing"]
 
@@ -231,12 +230,8 @@ def _keep_trace(workdir: Path, log: str, keep_in: Path | None, stem: str) -> str
     return str(target)
 
 
-def _print_progress(message: str):
-    print(message, file=sys.stderr, flush=True)
-
-
 def prove(config_names: list[str], blocks: list[str], timeout_s: float = DEFAULT_TIMEOUT_S,
-          trace_dir: Path | None = None, progress: Callable[[str], None] = _print_progress) -> list[ProofResult]:
+          trace_dir: Path | None = None, progress: Callable[[str], None] = to_stderr) -> list[ProofResult]:
     """Every property group of ``blocks`` on every configuration, in order."""
     problem = tools_missing()
     if problem:

