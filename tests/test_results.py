@@ -1,6 +1,7 @@
 """docs/results.md's tables rewritten in place (``python -m hts.flows.results``): markers
 parsed with their lines, only the text between them replaced, the chosen tables measured,
-and a stale table found by ``--check``. A fake registry stands in for the measurements."""
+and a stale table found by ``--check``. A fake registry stands in for the measurements,
+except in the last test, which checks one real table of the real page."""
 
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import pytest
 from hts.base.errors import HTSError
 from hts.flows import results
 from hts.flows.results import Table, block_text, parse_blocks, regenerate, replace_blocks, stale_tables
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "results.md"
 
 PROSE_BEFORE = "# Results\n\nProse with  two spaces,\ttabs and trailing blanks   \n\n"
 PROSE_BETWEEN = "\nMore prose: `| not | a table |`.\n\n"
@@ -161,3 +164,18 @@ def test_the_command_line_exits_1_on_a_stale_page(tmp_path, monkeypatch, capsys)
     assert results.main([str(page), "--list"]) == 0
     listing = capsys.readouterr().out
     assert "first" in listing and "not on the page" in listing.splitlines()[2]
+
+
+# ---- the real page -------------------------------------------------------------------------
+
+def test_every_marker_of_the_page_names_a_table_with_a_dated_heading():
+    text = PAGE.read_text()
+    blocks = parse_blocks(text, PAGE)
+    assert {block.name for block in blocks} == set(results.TABLES)
+    for name, content in results.block_contents(text, blocks).items():
+        assert results.measured_date(content), f"table {name!r} has no date"
+        assert content.startswith(results.heading(results.TABLES[name], results.measured_date(content)))
+
+
+def test_the_tiny_benchmark_table_of_the_page_is_current():
+    assert stale_tables(PAGE, ["bench-tiny"], progress=_quiet) == []
