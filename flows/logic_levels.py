@@ -6,9 +6,8 @@ most LUT levels on a path to it from a register output or a block RAM's read dat
 LUT4 is one level; a PFUMX or L6MUX21 behind LUT4s is none (they widen a LUT within its
 slice); a carry cell is one level from its LUT inputs and none along the chain; a
 distributed RAM read and a multiplier are one each. On the LFE5U-85F-6 a level costs
-some 1.5 ns (tiny) to 2 ns (the default) with its routing (docs/results.md, "Logic
-levels"), so the levels in front of an endpoint bound the clock it can make before any
-placement is tried.
+some 1.6 ns with its routing (docs/results.md, "The whole scheduler"), so the levels in
+front of an endpoint bound the clock it can make before any placement is tried.
 
 An endpoint is charged to the innermost block instance whose name prefixes its cell's
 (Yosys keeps hierarchical names when it flattens, and records every instance as a

@@ -26,7 +26,7 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
       -dress`` (LUT4s, and LUT5s as two LUT4s joined by a slice's PFUMX), then runs
       ``synth_ecp5`` on from ``map_cells``. The netlist is made of the same ECP5 cells as in
       the normal flow. ``synth_ecp5`` mapped up to LUT7s before ABC9 (``-lut 4:7``); on
-      this design that took more LUT4 sites for no clock (docs/results.md).
+      this design that took 12% (default) to 29% (tiny) more LUT4 sites for no clock.
     * Resources come from ``stat -json`` of the block alone. Fmax comes from nextpnr's
       ``--report`` for the block placed and routed out of context inside :class:`RegisteredPorts`,
       a harness that puts a register on every port: out of context, nextpnr times only paths
@@ -253,7 +253,7 @@ LUT_RAM_SITES = 6
 # the same latch check, then the classic in-process ABC LUT mapping, to LUT5 at most (a
 # LUT6 or LUT7 is four or eight LUT4s, which ABC counts as one level). The script is
 # Yosys's default LUT script with `&synch2` before `dch -f`: some 5% fewer LUT4 sites on
-# the default for the same levels (docs/results.md, "ABC scripts").
+# the default for the same levels, measured when it was adopted.
 _ABC_SCRIPT = "+strash;&get,-n;&fraig,-x;&put;scorr;dc2;dretime;strash;&get,-n;&synch2;&put;dch,-f;if;mfs2"
 _MAP_LUTS = ("check -latchonly -assert", "techmap -map +/lattice/latches_map.v",
              f"abc -lut 4:5 -dress -script {_ABC_SCRIPT}", "clean")
@@ -292,7 +292,7 @@ def nextpnr_args(target: Target, netlist_file: str, report_file: str, freq_mhz: 
     # Fixed seed: the same design gives the same Fmax. --timing-allow-fail: missing the
     # constraint is a result to report, not an error. The default router (router1): on
     # the default scheduler router2 stalled with some 4,500 wires still overused after 50
-    # minutes, while router1 kept routing at a steady rate (docs/results.md).
+    # minutes, while router1 kept routing at a steady rate.
     return [*target.nextpnr_device, "--json", netlist_file, "--out-of-context", "--freq", f"{freq_mhz:g}",
             "--timing-allow-fail", "--seed", "1", "--report", report_file, "--quiet", "--log", log_file]
 

@@ -30,7 +30,8 @@ from hts.models.memory import initial_memory
 from .plots import plot_decode_times
 
 __all__ = ["PROGRAMS", "shortest_class", "program_text", "TaskTimes", "task_times", "Throughput", "measure",
-           "in_flight_limit", "back_end_cycles_per_task"]
+           "in_flight_limit", "back_end_cycles_per_task", "assembled_programs", "model_results", "rtl_outcomes",
+           "report_tables"]
 
 PROGRAMS = ("independent", "chain")
 TASK_IDS = 1 << {name: width for name, _, width in FIELDS}["task_id"]
@@ -262,6 +263,30 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join([line(COLUMNS), line(["-" * width for width in widths]), *map(line, rows)])
 
 
+def report_tables(results: dict[tuple[str, str], Throughput], fmax_mhz: float | None) -> tuple[str, str | None]:
+    """The report's Markdown tables, each ending with Task Superscalar's row: in cycles, and
+    in ns at ``fmax_mhz`` (None without a clock)."""
+    reference_ns = f"< {TASK_SUPERSCALAR_NS:g}"
+    in_cycles = f"< {_number(TASK_SUPERSCALAR_NS * fmax_mhz / 1000, 1)}" if fmax_mhz else f"{reference_ns} ns"
+    cycles = markdown_table(table_rows(results, 1.0) + [reference_row(in_cycles)])
+    if not fmax_mhz:
+        return cycles, None
+    return cycles, markdown_table(table_rows(results, 1000 / fmax_mhz) + [reference_row(reference_ns)])
+
+
+def model_results(config: SystemConfig, programs: dict[str, Program]) -> tuple[dict, dict[str, RunResult]]:
+    """Each program on the cycle model: its figures keyed (program, "model"), and its run."""
+    models = {kind: model_run(config, program) for kind, program in programs.items()}
+    results = {(kind, "model"): measure([event.as_dict() for event in model.trace.events])
+               for kind, model in models.items()}
+    return results, models
+
+
+def assembled_programs(config: SystemConfig, tasks: int) -> dict[str, Program]:
+    """The benchmark's programs of ``tasks`` tasks, assembled for ``config``."""
+    return {kind: assemble(program_text(kind, config, tasks), config, f"{kind}.s") for kind in PROGRAMS}
+
+
 def print_report(results: dict, notes: dict[str, str], rtl_match: dict[str, bool], fmax_mhz: float | None,
                  config: SystemConfig, tasks: int):
     acc = shortest_class(config)
@@ -275,13 +300,12 @@ def print_report(results: dict, notes: dict[str, str], rtl_match: dict[str, bool
           "\n/task: mean interval between decodes, (last - first) / (decodes - 1); median: of those intervals"
           "\n(decodes that come in bunches, one per freed instance, show as a small median beside a large mean);"
           "\nlatency: decode to dispatch of each task\n")
-    reference_ns = f"< {TASK_SUPERSCALAR_NS:g}"
-    in_cycles = f"< {_number(TASK_SUPERSCALAR_NS * fmax_mhz / 1000, 1)}" if fmax_mhz else f"{reference_ns} ns"
+    in_cycles, in_ns = report_tables(results, fmax_mhz)
     print("in cycles:")
-    print(markdown_table(table_rows(results, 1.0) + [reference_row(in_cycles)]))
-    if fmax_mhz:
+    print(in_cycles)
+    if in_ns:
         print(f"\nin ns at {fmax_mhz:g} MHz:")
-        print(markdown_table(table_rows(results, 1000 / fmax_mhz) + [reference_row(reference_ns)]))
+        print(in_ns)
     print(f"\nreference: {TASK_SUPERSCALAR}")
     if not fmax_mhz:
         print("for ns, give --fmax-mhz: the Fmax `hts synth --json` measured (its fmax_mhz)")
@@ -316,10 +340,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def run(args: argparse.Namespace) -> bool:
     """Measure, print and plot; whether the RTL (if run) agreed with the model."""
     config = load_config(args.config)
-    programs = {kind: assemble(program_text(kind, config, args.tasks), config, f"{kind}.s") for kind in PROGRAMS}
-    models = {kind: model_run(config, program) for kind, program in programs.items()}
-    results = {(kind, "model"): measure([event.as_dict() for event in model.trace.events])
-               for kind, model in models.items()}
+    programs = assembled_programs(config, args.tasks)
+    results, models = model_results(config, programs)
     notes = {kind: throttle_note(kind, config, args.tasks, model) for kind, model in models.items()}
     rtl_match = {}
     if not args.no_rtl:
