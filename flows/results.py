@@ -272,7 +272,8 @@ def scaling_markdown(rows: list[dict]) -> str:
              "|---:|" + "---:|" * len(instances)]
     for bands in sorted({row["bands"] for row in rows}):
         cycles = {row["instances"]: row["cycles"] for row in rows if row["bands"] == bands}
-        lines.append(f"| {bands} | " + " | ".join(str(cycles[count]) for count in instances) + " |")
+        # Thousands separated: a seven-digit count reads as a number, not as a commit hash.
+        lines.append(f"| {bands} | " + " | ".join(f"{cycles[count]:,}" for count in instances) + " |")
     return "\n".join(lines)
 
 
