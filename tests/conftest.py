@@ -20,3 +20,15 @@ def default_config():
 @pytest.fixture(scope="session")
 def tiny_config():
     return preset("tiny")
+
+
+# Every tier but the unit tier is a marker a test carries (pyproject.toml lists them).
+TIERS = ("slow", "rtl", "system", "cosim", "formal", "synth")
+
+
+@pytest.hookimpl(tryfirst=True)   # before `-m` deselects by marker
+def pytest_collection_modifyitems(items):
+    """A test of no other tier is a unit test, so that `pytest -m unit` is the quick loop."""
+    for item in items:
+        if not any(item.get_closest_marker(tier) for tier in TIERS):
+            item.add_marker(pytest.mark.unit)

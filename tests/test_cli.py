@@ -174,6 +174,7 @@ def test_run_stops_a_program_that_never_ends(tmp_path):
         in result.stderr
 
 
+@pytest.mark.system
 @pytest.mark.parametrize("scheduler", ["hts", "sequential"])   # the cycle model, and the executor
 def test_the_default_limit_stops_a_spin_on_every_scheduler(tmp_path, scheduler):
     """Issue 15, defect 5: a one-instruction endless loop ran for hours under ``hts run``."""
@@ -185,6 +186,7 @@ def test_the_default_limit_stops_a_spin_on_every_scheduler(tmp_path, scheduler):
     assert "executed 200000 instructions without ending" in result.stderr and "pc 0..0" in result.stderr
 
 
+@pytest.mark.system
 def test_one_limit_for_every_scheduler(tmp_path):
     """A finite program longer than the limit fails on every scheduler alike, and runs with a higher one."""
     src = tmp_path / "long.s"

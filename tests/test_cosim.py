@@ -35,6 +35,8 @@ from hts.hdl.interfaces import task_layout, trace_layout
 from hts.hdl.mutation import injected
 from hts.hdl.trace import TraceReader, canonical
 
+pytestmark = pytest.mark.cosim
+
 BENCHMARK_FOLDER = Path(benchmarks.__file__).parent
 
 

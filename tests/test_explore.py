@@ -88,6 +88,7 @@ def test_cli_writes_table_csv_json_and_plot(tmp_path, cluster):
     assert out["e.png"].read_bytes()[:4] == b"\x89PNG"
 
 
+@pytest.mark.synth
 def test_synthesis_runs_once_per_configuration_and_joins_every_program_row(monkeypatch):
     import hts.flows.synth
     synthesized = []
@@ -129,6 +130,7 @@ def test_synthesized_points_equal_hts_synth(tmp_path, cluster):
     assert row["wall_us"] == round(row["cycles"] / figures["fmax_mhz"], 2)
 
 
+@pytest.mark.synth
 def test_configurations_with_the_same_rtl_share_one_synthesis(monkeypatch):
     """The synthesis cache key is the design's RTLIL: the CPU's L2 latency, a figure of the
     software baselines only, leaves the scheduler's hardware as it is."""
@@ -142,6 +144,7 @@ def test_configurations_with_the_same_rtl_share_one_synthesis(monkeypatch):
     assert all(outcome.row["lut_sites"] == 1 for outcome in result.outcomes)
 
 
+@pytest.mark.synth
 def test_a_configuration_that_does_not_elaborate_fails_its_points_only(monkeypatch):
     import hts.flows.synth
     real = hts.flows.synth.design_digest

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+pytestmark = pytest.mark.cosim
+
 pytest.importorskip("dask.distributed")
 
 

@@ -87,6 +87,7 @@ def test_audio_taken_branch_is_sequentially_equivalent(preset):
     assert_sequentially_equivalent(config, [assemble(benchmarks.audio_compression(4, taken=True), config)])
 
 
+@pytest.mark.system
 @settings(max_examples=500)
 @given(st.integers(0, 2**32 - 1))
 def test_random_programs_are_sequentially_equivalent_and_finish(seed):
@@ -98,6 +99,7 @@ def test_random_programs_are_sequentially_equivalent_and_finish(seed):
     assert_sequentially_equivalent(config, programs, seed)
 
 
+@pytest.mark.system
 @settings(max_examples=300)
 @given(st.integers(0, 2**32 - 1))
 def test_random_programs_in_windows_fault_alike_and_write_only_their_windows(seed):

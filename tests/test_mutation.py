@@ -22,6 +22,8 @@ from hts.flows.mutate import changes_design
 from hts.flows.prove import resolve_config
 from hts.hdl.mutation import CATALOGUE, ENVIRONMENT, active, injected, mutable
 
+pytestmark = pytest.mark.formal
+
 pytest_plugins = ["pytester"]
 
 TESTS = Path(__file__).parent

@@ -13,7 +13,8 @@ from hts.flows.prove import BLOCKS, CONFIGS, harness_class, prove_group, resolve
 from hts.formal.memory_tracker import MemoryTrackerHarness
 from hts.hdl.mutation import injected
 
-pytestmark = pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")
+pytestmark = [pytest.mark.formal,
+              pytest.mark.skipif(tools_missing() is not None, reason=f"formal tools missing: {tools_missing()}")]
 
 # Each takes 3 to 12 s on a 2-core machine (the GPR bank's bounded check on small the
 # longest); the CDB on tiny (ten tickets) about 12 s, tiny's GPR bank 52 s, the

@@ -11,6 +11,8 @@ import pytest
 from hts.base.progress import is_heartbeat
 from hts.flows.soc_top import AXI_BUS
 
+pytestmark = pytest.mark.synth
+
 AXI_SIGNALS = ("awvalid", "awready", "awaddr", "awprot", "wvalid", "wready", "wdata", "wstrb", "bvalid", "bready",
                "bresp", "arvalid", "arready", "araddr", "arprot", "rvalid", "rready", "rdata", "rresp")
 

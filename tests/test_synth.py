@@ -40,6 +40,7 @@ def test_verilog_of_the_memory_tracker_lints_clean(tmp_path, preset):
     assert "module hts_memory_tracker(" in out.read_text()
 
 
+@pytest.mark.synth
 @pytest.mark.parametrize("preset", ["tiny", pytest.param("default", marks=pytest.mark.slow),
                                     pytest.param("large", marks=pytest.mark.slow)])
 def test_verilog_of_the_top_level_lints_clean(tmp_path, preset):

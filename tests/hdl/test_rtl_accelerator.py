@@ -25,6 +25,8 @@ from hts.hdl.interfaces import (delivered_task_layout, granted_task_layout, held
                                 task_record_layout)
 from hts.models.copy_back import transfer_cycles
 
+pytestmark = pytest.mark.rtl
+
 
 def short_latencies(config):
     """Latencies of 1 and 4 cycles and one word a beat: write-back as long as the run, or longer."""

@@ -11,6 +11,8 @@ from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.interfaces import flat_instance, instance_numbering
 from hts.models.asr import AcceleratorStatus as Model
 
+pytestmark = pytest.mark.rtl
+
 
 def running(class_index: int, instance: int) -> SimpleNamespace:
     # The model's ASR reads only these fields of a Running.

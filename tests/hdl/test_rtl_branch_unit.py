@@ -25,6 +25,8 @@ from hts.models.gpr import GPRBank
 from hts.models.loop_stack import LoopStack
 from hts.models.tlb import TLBEntry
 
+pytestmark = pytest.mark.rtl
+
 # The large scheduler simulates slowly (12 slots, four processes): fewer cycles there,
 # where four processes make more happen per cycle anyway.
 RUNS = [*((preset, seed, 1500) for preset in ("default", "tiny") for seed in range(3)),

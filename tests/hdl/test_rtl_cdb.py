@@ -19,6 +19,8 @@ from hts.hdl.cdb import CommonDataBus
 from hts.hdl.interfaces import instance_numbering
 from hts.models.cdb import CommonDataBus as Model
 
+pytestmark = pytest.mark.rtl
+
 
 def running(class_index: int, instance: int) -> SimpleNamespace:
     # The model's CDB reads only these fields of a Running; the bench sets tag and mask.

@@ -13,6 +13,8 @@ from hts.hdl.axi_lite import OKAY, SLVERR
 from hts.hdl.control import FAULT_IRQ_SHIFT, IDENTIFIER, REGISTERS, AxiLiteControl, offset_of
 from hts.isa import FaultCause
 
+pytestmark = pytest.mark.rtl
+
 HARDWARE_DOC = Path(__file__).parents[2] / "docs" / "hardware.md"
 CONFIG = load_config("large")           # four processes: the per-process bits mean something
 PROCESSES = CONFIG.hts.processes

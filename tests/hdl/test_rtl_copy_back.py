@@ -34,6 +34,8 @@ from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.memory_tracker import MemoryTracker
 from hts.models.tlb import CopyBack, TLBEntry
 
+pytestmark = pytest.mark.rtl
+
 
 def short_latencies(config, block_words: int | None = None, per_beat: int | None = None):
     """Latencies from 2 cycles up in steps of one block's transfer, so that running

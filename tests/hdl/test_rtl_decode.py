@@ -29,6 +29,8 @@ from hts.models.branch_unit import OUTCOME_DELAY
 from hts.models.executor import run_sequential
 from hts.models.memory import initial_memory
 
+pytestmark = pytest.mark.rtl
+
 
 class FrontEnd(Elaboratable):
     """Task queues wired to decode; the branch unit's redirects come from the testbench."""

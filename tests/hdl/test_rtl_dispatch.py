@@ -30,6 +30,8 @@ from hts.models.dispatch import Dispatch
 from hts.models.reservation_station import ReservationStation
 from hts.models.timing import TableLatency
 
+pytestmark = pytest.mark.rtl
+
 CYCLES = 200
 SYSTEMS = ["default", "tiny", "large", "default-width2", "default-width3", "tiny-width2"]
 

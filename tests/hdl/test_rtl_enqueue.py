@@ -21,6 +21,8 @@ from hts.models.memory_tracker import MemoryTracker, TrackerEntry
 from hts.models.tlb import TLBEntry
 from hts.models.window import DecodedTask
 
+pytestmark = pytest.mark.rtl
+
 HOME = 64          # a small home memory: TM starts above it
 SPAN = 12          # regions fall in [HOME - SPAN, HOME + SPAN): overlaps and exact matches are common
 

@@ -10,6 +10,8 @@ from hts.hdl.gpr import OPERANDS, READ_PORTS, GPRBank
 from hts.isa import REGISTER_BITS
 from hts.models.gpr import GPRBank as Model
 
+pytestmark = pytest.mark.rtl
+
 CYCLES = 400
 
 

@@ -31,6 +31,8 @@ from hts.models.hts import transfer_cycles
 from hts.models.memory import Memory, read_beat, write_beat
 from hts.models.timing import VectorAddCoreLatency
 
+pytestmark = pytest.mark.rtl
+
 
 def small(block_words: int, per_beat: int):
     """tiny with a small memory, so that random regions overlap and the memory is cheap."""

@@ -26,6 +26,8 @@ from hts.isa import RESERVED_ACCEL_ID, FaultCause, Opcode, Word
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory, outside_windows
 
+pytestmark = pytest.mark.system
+
 
 def assert_lockstep(config, programs, seed: int = 0, reset_after: int | None = None):
     model = HTSModel(config, programs, initial_memory(config, seed)).run()

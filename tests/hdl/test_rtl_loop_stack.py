@@ -11,6 +11,8 @@ from hts.hdl.interfaces import loop_frame_layout
 from hts.hdl.loop_stack import LoopStack
 from hts.models.loop_stack import LoopFrame, LoopStack as Model
 
+pytestmark = pytest.mark.rtl
+
 CYCLES = 400
 
 

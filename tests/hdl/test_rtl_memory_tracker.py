@@ -29,6 +29,8 @@ from hts.hdl.memory_tracker import MemoryTracker
 from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry, overlaps
 from hts.models.tlb import TLBEntry
 
+pytestmark = pytest.mark.rtl
+
 
 # A small address space across the top of home memory and the bottom of TM, so that
 # partial overlaps, touching ends and empty regions all occur often.

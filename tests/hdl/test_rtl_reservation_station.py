@@ -11,6 +11,8 @@ from rtl_sim import run
 
 from hts.hdl.reservation_station import ReservationStation
 
+pytestmark = pytest.mark.rtl
+
 CYCLES = 300
 
 

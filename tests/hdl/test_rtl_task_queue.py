@@ -12,6 +12,8 @@ from hts.hdl.task_queue import TaskQueue
 from hts.isa import FIELDS, INSTRUCTION_BITS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles, to_signed
 from hts.models.task_queue import TaskQueue as Model
 
+pytestmark = pytest.mark.rtl
+
 ROUNDS = 4                 # programs loaded one after the other into the same block
 CYCLES_PER_ROUND = 200
 LONGEST_RANDOM_PROGRAM = 48   # keeps loading the default's 1024-word memory cheap

@@ -24,6 +24,8 @@ from hts.hdl.tlb import TaskLookupBuffer
 from hts.models.memory_tracker import overlaps
 from hts.models.tlb import TaskLookupBuffer as Model
 
+pytestmark = pytest.mark.rtl
+
 
 def home_region(rng: random.Random) -> tuple[int, int]:
     return rng.randrange(0, 16), rng.choice([0, 1, 1, 2, 3])

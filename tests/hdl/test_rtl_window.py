@@ -11,6 +11,8 @@ from rtl_sim import run
 
 from hts.hdl.window import DispatchWindow
 
+pytestmark = pytest.mark.rtl
+
 CYCLES = 300
 
 
