@@ -208,7 +208,7 @@ def ports(verilog: str, module: str = TOPLEVEL) -> list[tuple[str, int, str]]:
 def clocked_wrapper(verilog: str) -> str:
     """SystemVerilog module :data:`CLOCKED` around :data:`TOPLEVEL`, the module cocotb drives.
 
-    Two things make Verilator fast here, both measured (``docs/results.md``):
+    Two things make Verilator fast here (docs/results.md, "Co-simulation speed"):
 
     - the clock is generated inside (``verilator --timing``), so the simulator loop does
       not need a cocotb timer callback and a VPI write on every edge;

@@ -3,7 +3,7 @@
 ``amaranth.lib.data.Const`` works its layout's sizes out again on every field access,
 which made decoding the ports (the trace port above all, through
 :class:`hts.hdl.trace.TraceReader`) most of the Python time of a co-simulation
-(``docs/results.md``). :func:`view_reader` works the offsets out once per layout and
+(docs/results.md, "Co-simulation speed"). :func:`view_reader` works the offsets out once per layout and
 returns views that read like ``data.Const``: struct fields as attributes, array elements
 by index and iteration, plain fields as ints, enum-shaped ones as enum members.
 """
