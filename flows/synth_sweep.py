@@ -18,11 +18,11 @@ from hts.base.errors import HTSError
 
 from .fanout import add_arguments as add_fanout_arguments, fan_out
 from .plots import plot_synth_sweep
-from .synth import designs, synthesize
+from .synth import synthesize
 
 __all__ = ["SWEEPS", "SweepPoint", "synth_point", "sweep", "main"]
 
-# (configuration key, values, block). Sweeps of blocks that do not exist yet are skipped.
+# (configuration key, values, block).
 SWEEPS = [
     ("hts.tracker_entries", (4, 8, 16, 32), "memory_tracker"),
     ("hts.window", (4, 8, 16, 32), "window"),
@@ -90,13 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         config = load_config(args.config)
-        existing = designs(config)
         results, failed = [], []
         for key, values, block in SWEEPS:
             if args.key and key not in args.key:
-                continue
-            if block not in existing:
-                print(f"skipping {key}: block {block} does not exist yet", file=sys.stderr)
                 continue
             rows, errors = sweep(config, key, values, block, args.freq, args.scheduler, args.workers)
             failed += [f"{block}: {error}" for error in errors]

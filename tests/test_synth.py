@@ -7,7 +7,7 @@ import sys
 import time
 
 import pytest
-from amaranth.hdl import Module
+from amaranth.hdl import Fragment, Module
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 from amaranth.sim import Simulator
@@ -100,12 +100,11 @@ def test_lint_reports_warnings_other_than_the_waived_ones(tmp_path):
     assert len(warnings) == 1 and "UNDRIVEN" in warnings[0]
 
 
-def test_the_top_level_becomes_the_default_block_once_it_exists(monkeypatch):
-    monkeypatch.setattr(synth, "_block_exists", lambda name: True)
-    assert synth.default_block() == "hts"
-    monkeypatch.setattr(synth, "_block_exists", lambda name: name == "memory_tracker")
-    assert synth.default_block() == "memory_tracker"
-    assert list(synth.designs(None)) == ["memory_tracker"]
+def test_every_block_elaborates_and_the_top_level_is_the_default(tiny_config):
+    factories = synth.designs(tiny_config)
+    assert next(iter(factories)) == synth.DEFAULT_BLOCK == "hts"
+    for name, factory in factories.items():
+        Fragment.get(factory(), None)
 
 
 def test_module_names():
