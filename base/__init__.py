@@ -1,0 +1,1 @@
+"""The foundation every layer stands on: configuration, errors, safe output, tool paths, progress."""

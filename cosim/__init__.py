@@ -8,6 +8,7 @@
 - ``scoreboard``: runs, their reference (cycle model, sequential executor) and verdicts;
 - ``run``: the Verilator build (cached per configuration) and jobs through cocotb's runner;
 - ``fuzz``: random programs and latencies on fixed small systems;
+- ``progen``: the random-program generator (fuzz, ``hts explore --random``, property tests);
 - ``views``: fast decoding of ports through their Amaranth layouts;
 - ``replay``, ``speed``: a recorded run replayed from C++, and the speed comparison.
 """
