@@ -1,19 +1,26 @@
 """The ``hts`` command: one entry point, a subcommand per job.
 
 Each subcommand is a :class:`~hts.cli.command.Command` in a module of its own, which adds its
-arguments beside the code that runs it; this module only lists them. Errors caused by the
-user's input (:class:`~hts.base.errors.HTSError`) are printed as ``file:line:col: message`` on
-stderr with exit status 1; nothing else is caught.
+arguments beside the code that runs it; this module only lists them and runs one:
+
+- every file the command line names is checked before any work
+  (:func:`hts.base.output.check_files`), and its outputs appear all together or not at all
+  (:func:`hts.base.output.all_or_none`);
+- errors caused by the user's input (a usage error, an :class:`~hts.base.errors.HTSError`)
+  are printed as ``file:line:col: message`` on stderr with exit status 1; nothing else is
+  caught;
+- a reader that stops reading (``hts disasm P.bin | head``) ends the printing quietly; the
+  command still finishes and writes its files.
 """
 
 import argparse
+import os
 import sys
 
 from hts import __version__
 from hts.base.errors import HTSError
-from hts.base.output import check_outputs
+from hts.base.output import all_or_none, check_files
 
-from .arguments import INPUT_ARGS, OUTPUT_ARGS, named_files
 from .asm import ASM, DISASM
 from .bench import BENCH
 from .compare import COMPARE
@@ -49,11 +56,57 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        check_outputs(named_files(args, OUTPUT_ARGS), named_files(args, INPUT_ARGS))
+class _StdoutToQuitter:
+    """``sys.stdout`` that, once its reader has gone (a broken pipe), drops what is printed
+    instead of raising, and points the descriptor at /dev/null for the final flush."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._reader_gone = False
+
+    def write(self, text: str) -> int:
+        if not self._reader_gone:
+            try:
+                self._stream.write(text)
+            except BrokenPipeError:
+                self._reader_left()
+        return len(text)
+
+    def flush(self) -> None:
+        if not self._reader_gone:
+            try:
+                self._stream.flush()
+            except BrokenPipeError:
+                self._reader_left()
+
+    def _reader_left(self) -> None:
+        self._reader_gone = True
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self._stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def _run(args: argparse.Namespace) -> int:
+    files = args.files(args)
+    check_files(files.outputs, files.inputs, files.output_directories)
+    with all_or_none():
         return args.run(args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exit:          # --help and --version (0), or a usage error
+        return 1 if exit.code else 0
+    stdout, sys.stdout = sys.stdout, _StdoutToQuitter(sys.stdout)
+    try:
+        return _run(args)
     except HTSError as err:
         print(err, file=sys.stderr)
         return 1
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout

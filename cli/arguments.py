@@ -5,6 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from hts.base.arguments import Role, add_argument
 from hts.base.config import PRESETS, load_config
 from hts.base.errors import HTSError
 from hts.base.output import atomic_path
@@ -12,22 +13,18 @@ from hts.base.progress import to_stderr
 
 __all__ = ["add_config", "add_rtl_accelerator", "positive_int", "nonnegative_int", "positive_float", "int_list",
            "system", "load_programs", "read_text", "to_stderr", "report_faults", "print_outcome_failure",
-           "write_events", "rtl_flags", "INPUT_ARGS", "OUTPUT_ARGS", "named_files"]
+           "write_events", "rtl_flags"]
 
 _CONFIG_HELP = f"system configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)"
 
-# Arguments naming files read, and files written, by any command.
-INPUT_ARGS, OUTPUT_ARGS = ("program", "image", "programs", "config"), ("output", "trace", "plot", "waves")
-
-
 def add_config(parser: argparse.ArgumentParser):
-    parser.add_argument("-c", "--config", metavar="CFG", default="default", help=_CONFIG_HELP)
+    add_argument(parser, Role.CONFIGURATION, "-c", "--config", metavar="CFG", default="default", help=_CONFIG_HELP)
 
 
 def add_rtl_accelerator(parser: argparse.ArgumentParser):
-    parser.add_argument("--rtl-accelerator", metavar="CLASS", action="append", default=[],
-                        help="the class's RTL core stands in for its Python accelerator, timed exactly by the "
-                             "model (repeatable; cores exist for vector_add classes: hts.hdl.hls; a build of its own)")
+    add_argument(parser, Role.NO_FILE, "--rtl-accelerator", metavar="CLASS", action="append", default=[],
+                 help="the class's RTL core stands in for its Python accelerator, timed exactly by the "
+                      "model (repeatable; cores exist for vector_add classes: hts.hdl.hls; a build of its own)")
 
 
 def positive_int(text: str) -> int:
@@ -106,11 +103,3 @@ def write_events(path: str, events: list[dict]):
 def rtl_flags(rtl_classes) -> list[str]:
     return [flag for name in rtl_classes for flag in ("--rtl-accelerator", name)]
 
-
-def named_files(args, names) -> list[str]:
-    files = []
-    for name in names:
-        value = getattr(args, name, None)
-        files += value if isinstance(value, list) else [value]
-    # A preset's name (``-c tiny``) names no file.
-    return [str(path) for path in files if path is not None and path not in PRESETS]

@@ -2,30 +2,41 @@
 
 from pathlib import Path
 
+from hts.base.arguments import Files, Role, add_argument
+
 from .arguments import add_config, system
 from .command import Command
 
 
 def _add_asm_arguments(parser):
-    parser.add_argument("program", metavar="PROG.s", help="assembly source")
-    parser.add_argument("-o", "--output", metavar="OUT", help="image to write (default: PROG with suffix .hex)")
+    add_argument(parser, Role.INPUT, "program", metavar="PROG.s", help="assembly source")
+    add_argument(parser, Role.OUTPUT, "-o", "--output", metavar="OUT",
+                 help="image to write (default: PROG's name with suffix .hex, in the current folder)")
     add_config(parser)
+
+
+def _image_path(args) -> Path:
+    # In the current folder, as a compiler's object file: the source may sit in a folder
+    # that is not the user's (an installed package's examples).
+    return Path(args.output) if args.output else Path(Path(args.program).with_suffix(".hex").name)
+
+
+def _default_image(args) -> Files:
+    return Files(outputs=[] if args.output else [str(_image_path(args))])
 
 
 def run_asm(args) -> int:
     from hts.assembler import assemble_file, write_image
-    from hts.base.output import check_outputs
     config = system(args.config)
     program = assemble_file(args.program, config)
-    output = Path(args.output) if args.output else Path(args.program).with_suffix(".hex")
-    check_outputs([output], [args.program])
+    output = _image_path(args)
     write_image(output, program)
     print(f"{args.program}: {len(program)} instructions -> {output}")
     return 0
 
 
 def _add_disasm_arguments(parser):
-    parser.add_argument("image", metavar="IMAGE", help="program image (.hex or .bin)")
+    add_argument(parser, Role.INPUT, "image", metavar="IMAGE", help="program image (.hex or .bin)")
     add_config(parser)
 
 
@@ -42,7 +53,7 @@ ASM = Command(
                 ".hex is one 32-hex-digit word per line ($readmemh), .bin is 16 little-endian bytes per "
                 "instruction. On any error nothing is written and the errors are printed as file:line:col: "
                 "message.",
-    add_arguments=_add_asm_arguments, run=run_asm)
+    add_arguments=_add_asm_arguments, run=run_asm, more_files=_default_image)
 
 DISASM = Command(
     "disasm", help="print a .hex or .bin image back as assembly",

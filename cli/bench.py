@@ -3,6 +3,7 @@
 import json
 import sys
 
+from hts.base.arguments import Role, add_argument
 from hts.flows.fanout import add_arguments as add_fanout_arguments
 
 from .arguments import add_config, nonnegative_int, system, to_stderr
@@ -11,7 +12,8 @@ from .command import Command
 
 def _add_arguments(parser):
     add_config(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default="benchmarks.png", help="chart (default benchmarks.png)")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png", default="benchmarks.png",
+                 help="chart (default benchmarks.png)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of the initial memory contents (default 0)")

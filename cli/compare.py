@@ -5,8 +5,9 @@ from pathlib import Path
 
 from hts.base.errors import HTSError, Location
 
-from .arguments import INPUT_ARGS, add_config, load_programs, named_files, nonnegative_int, positive_float, \
-    positive_int, system
+from hts.base.arguments import Files, Role, add_argument
+
+from .arguments import add_config, load_programs, nonnegative_int, positive_float, positive_int, system
 from .command import Command
 
 # Added dependences the text table names before "and N more".
@@ -17,10 +18,11 @@ _TRACED = ("hts", "hts-nospec", "runtime")
 
 
 def _add_arguments(parser):
-    parser.add_argument("programs", metavar="PROG", nargs="+",
-                        help="assembly source or image, one per process; or one task graph (.graphml)")
+    add_argument(parser, Role.INPUT, "programs", metavar="PROG", nargs="+",
+                 help="assembly source or image, one per process; or one task graph (.graphml)")
     add_config(parser)
-    parser.add_argument("--plot", metavar="FILE.png", help="bar chart to write (default: PROG_compare.png)")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png",
+                 help="bar chart to write (default: PROG_compare.png)")
     parser.add_argument("--time-limit", metavar="SECONDS", type=positive_float, default=10.0,
                         help="CP-SAT's time for the optimal schedule (default 10); past it, the best found, "
                              "not proven")
@@ -96,9 +98,25 @@ def _print_table(title, rows, reference, extra, plot, gantt):
     print(f"gantt charts: {', '.join(gantt.values())}")
 
 
+def _plot_path(args) -> Path:
+    return Path(args.plot) if args.plot else Path(f"{Path(args.programs[0]).stem}_compare.png")
+
+
+def _gantt_paths(plot: Path) -> dict[str, str]:
+    """The Gantt chart of every schedule that may be drawn, beside the bar chart."""
+    from hts.models.report import REFERENCE_SCHEDULERS
+    return {name: str(plot.with_name(f"{plot.stem}_gantt_{name}.png"))
+            for name in (*_TRACED, "naive", *REFERENCE_SCHEDULERS)}
+
+
+def chart_files(args) -> Files:
+    """The charts a comparison may write that no argument names."""
+    plot = _plot_path(args)
+    return Files(outputs=[*([] if args.plot else [str(plot)]), *_gantt_paths(plot).values()])
+
+
 def compare(args) -> tuple[int, list[dict], list[dict]]:
     """Run and draw the comparison; the exit status, the schedulers' rows and the offline rows."""
-    from hts.base.output import all_or_none, check_outputs
     from hts.flows.plots import plot_compare, plot_gantt
     from hts.models.graphs import program_graph
     from hts.models.memory import initial_memory
@@ -118,18 +136,16 @@ def compare(args) -> tuple[int, list[dict], list[dict]]:
     machine = machine_of_config(config)
     offline = {} if graph is None else reference_schedules(graph, machine, args.time_limit, args.optimal_max_tasks)
     reference = [] if graph is None else reference_rows(graph, machine, offline, runs["naive"].cycles)
-    plot = Path(args.plot) if args.plot else Path(f"{Path(args.programs[0]).stem}_compare.png")
+    plot = _plot_path(args)
     title = f"{' '.join(Path(p).name for p in args.programs)} on {config.source}"
     schedules = {name: trace_schedule(runs[name], label) for name in _TRACED}
     if graph is not None:
         schedules["naive"] = naive_schedule(runs["naive"], graph, config.timing.interrupt_latency, classes)
     schedules.update(offline)
-    gantt = {name: str(plot.with_name(f"{plot.stem}_gantt_{name}.png")) for name in schedules}
-    check_outputs([plot, *gantt.values()], named_files(args, INPUT_ARGS))
-    with all_or_none():
-        plot_compare(rows, plot, title)
-        for name, schedule in schedules.items():
-            plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}", _gantt_labels(args, name))
+    gantt = {name: path for name, path in _gantt_paths(plot).items() if name in schedules}
+    plot_compare(rows, plot, title)
+    for name, schedule in schedules.items():
+        plot_gantt(schedule.slots, schedule.makespan, gantt[name], f"{title}: {name}", _gantt_labels(args, name))
     if args.json:
         tasks, edges = (0, 0) if graph is None else (len(graph), len(graph.edges))
         print(json.dumps({"programs": args.programs, "config": config.source, "plot": str(plot), "schedulers": rows,
@@ -154,4 +170,4 @@ COMPARE = Command(
                 "bound on any schedule, and draw a Gantt chart per schedule (FILE_gantt_SCHEDULER.png beside the "
                 "bar chart). A single .graphml file is taken as a task graph and run as the program its graph "
                 "makes.",
-    add_arguments=_add_arguments, run=run)
+    add_arguments=_add_arguments, run=run, more_files=chart_files)

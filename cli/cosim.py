@@ -3,6 +3,8 @@
 import json
 import sys
 
+from hts.base.arguments import Role, add_argument
+
 from .arguments import add_config, add_rtl_accelerator, load_programs, nonnegative_int, print_outcome_failure, \
     rtl_flags, system, to_stderr, write_events
 from .command import Command
@@ -10,20 +12,22 @@ from .command import Command
 
 def _add_arguments(parser):
     add_config(parser)
-    parser.add_argument("programs", nargs="+", metavar="PROG", help="one program per process (.s, .hex or .bin)")
+    add_argument(parser, Role.INPUT, "programs", nargs="+", metavar="PROG",
+                 help="one program per process (.s, .hex or .bin)")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="initial memory and CPU load pauses (default 0)")
-    parser.add_argument("--waves", metavar="FILE.vcd", help="write a VCD waveform of the run (builds a traced model)")
-    parser.add_argument("--timeline", metavar="FILE.json",
-                        help="write the RTL's events as a Chrome trace-event timeline, as `hts run --timeline` does")
+    add_argument(parser, Role.OUTPUT, "--waves", metavar="FILE.vcd",
+                 help="write a VCD waveform of the run (builds a traced model)")
+    add_argument(parser, Role.OUTPUT, "--timeline", metavar="FILE.json",
+                 help="write the RTL's events as a Chrome trace-event timeline, as `hts run --timeline` does")
     parser.add_argument("--axi", action="store_true",
                         help="the scheduler behind its AXI4-Lite control registers (hts.hdl.axi_hts): cocotbext-axi "
                              "loads and starts the programs, the run ends on the interrupt, and the status "
                              "registers are checked against the model (a build of its own)")
     add_rtl_accelerator(parser)
-    parser.add_argument("--trace", metavar="FILE",
-                        help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
-                             "(within a cycle in canonical order, hts.hdl.trace.canonical)")
+    add_argument(parser, Role.OUTPUT, "--trace", metavar="FILE",
+                 help="write the RTL's event trace as JSON lines, as `hts run --trace` writes the model's "
+                      "(within a cycle in canonical order, hts.hdl.trace.canonical)")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object: cycles, match, memory_digest, sim_cycles_per_s, ...")
 

@@ -3,17 +3,18 @@
 import argparse
 from importlib import resources
 
+from hts.base.arguments import Role, add_argument
 from hts.base.errors import HTSError
 
 from .arguments import add_config, system
 from .command import Command
-from .compare import compare
+from .compare import chart_files, compare
 
 
 def _add_arguments(parser):
     add_config(parser)
-    parser.add_argument("--plot", metavar="FILE.png", default="audio_compression_compare.png",
-                        help="bar chart to write (default audio_compression_compare.png)")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png", default="audio_compression_compare.png",
+                 help="bar chart to write (default audio_compression_compare.png)")
 
 
 def conclusion(rows: list[dict], reference: list[dict]) -> str:
@@ -65,4 +66,4 @@ DEMO = Command(
     description="Run the paper's audio-compression application through `hts compare` (table and bar chart), "
                 "then assemble and disassemble the paper's branch listing and show the error for the listing as "
                 "printed.",
-    add_arguments=_add_arguments, run=run)
+    add_arguments=_add_arguments, run=run, more_files=chart_files)

@@ -3,8 +3,9 @@
 from importlib import resources
 from pathlib import Path
 
+from hts.base.arguments import Role, add_argument
 from hts.base.errors import HTSError, Location, display_path
-from hts.base.output import all_or_none, atomic_path
+from hts.base.output import atomic_path
 
 from .command import Command
 
@@ -21,24 +22,22 @@ def shipped_files() -> list[tuple[str, object]]:
 
 
 def _add_arguments(parser):
-    parser.add_argument("directory", metavar="DIR", help="folder to copy them into (made if missing)")
+    add_argument(parser, Role.OUTPUT_DIRECTORY, "directory", metavar="DIR",
+                 help="folder to copy them into (made if missing)")
 
 
 def run(args) -> int:
     root = Path(args.directory)
     files = shipped_files()
-    if root.exists() and not root.is_dir():
-        raise HTSError("not a directory", Location(display_path(root)))
     taken = [name for name, _ in files if (root / name).exists()]
     if taken:
         raise HTSError(f"{len(taken)} file(s) there already, e.g. {taken[0]}; nothing copied (name a new folder)",
                        Location(display_path(root)))
     for folder in {name.split("/")[0] for name, _ in files}:
         (root / folder).mkdir(parents=True, exist_ok=True)
-    with all_or_none():
-        for name, item in files:
-            with atomic_path(root / name) as tmp:
-                tmp.write_bytes(item.read_bytes())
+    for name, item in files:
+        with atomic_path(root / name) as tmp:
+            tmp.write_bytes(item.read_bytes())
     counts = {folder: sum(name.startswith(folder + "/") for name, _ in files) for _, folder in _SHIPPED}
     print(f"{counts['examples']} examples and {counts['benchmarks']} benchmarks -> {root}/")
     print(f"try: hts run {root}/benchmarks/audio_compression.s")

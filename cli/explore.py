@@ -5,7 +5,9 @@ import csv
 import io
 import json
 import sys
+from pathlib import Path
 
+from hts.base.arguments import Files, Role, add_argument
 from hts.base.errors import HTSError
 from hts.flows.fanout import add_arguments as add_fanout_arguments
 
@@ -26,12 +28,13 @@ def _random_program_count(text: str) -> int:
 
 def _add_arguments(parser):
     add_config(parser)
-    parser.add_argument("programs", nargs="*", metavar="PROG.s", help="assembly programs, each a point of its own")
-    parser.add_argument("--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
-                        help="a key to sweep, with its values or a power-of-two range (repeatable): section.name "
-                             "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
-                             "accelerators.CLASS.FIELD for one")
-    parser.add_argument("--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
+    add_argument(parser, Role.INPUT, "programs", nargs="*", metavar="PROG.s",
+                 help="assembly programs, each a point of its own")
+    add_argument(parser, Role.NO_FILE, "--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
+                 help="a key to sweep, with its values or a power-of-two range (repeatable): section.name "
+                      "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
+                      "accelerators.CLASS.FIELD for one")
+    add_argument(parser, Role.INPUT, "--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     parser.add_argument("--random", type=_random_program_count, default=0, metavar="N",
                         help="also N random programs of one process (hts.cosim.progen, seeds 0 to N-1, three items "
                              "in ten a speculated loop), named random/SEED")
@@ -39,9 +42,10 @@ def _add_arguments(parser):
     add_fanout_arguments(parser)
     parser.add_argument("--within", type=float, default=5.0, metavar="PCT",
                         help="report the cheapest point within PCT%% of the best cycles (default 5)")
-    parser.add_argument("--csv", metavar="FILE", help="write the rows as CSV")
-    parser.add_argument("--json", metavar="FILE", help="write the rows as JSON")
-    parser.add_argument("--plot", metavar="FILE.png", help="Pareto front of cycles against LUT4 sites (with --synth)")
+    add_argument(parser, Role.OUTPUT, "--csv", metavar="FILE", help="write the rows as CSV")
+    add_argument(parser, Role.OUTPUT, "--json", metavar="FILE", help="write the rows as JSON")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png",
+                 help="Pareto front of cycles against LUT4 sites (with --synth)")
 
 
 def _print_rows(columns, rows):
@@ -76,6 +80,15 @@ def _write_files(args, keys, header, rows, failed):
             tmp.write_text(json.dumps({"keys": keys, "rows": rows,
                                        "failed": [{"point": o.point.label(), "program": o.point.program,
                                                    "error": o.error} for o in failed]}, indent=1))
+
+
+def _sweep_programs(args) -> Files:
+    """The programs a sweep file lists are inputs too."""
+    from hts.flows.explore import load_sweep
+    if not args.sweep:
+        return Files()
+    folder = Path(args.sweep).parent
+    return Files(inputs=[str(folder / name) for name in load_sweep(args.sweep).programs])
 
 
 def run(args) -> int:
@@ -114,4 +127,4 @@ EXPLORE = Command(
                 "program, runs the cycle model (and with --synth the ECP5 synthesis) as a Dask task, on a "
                 "LocalCluster here or on --scheduler's cluster. Finished points are cached ($HTS_EXPLORE_CACHE) "
                 "and reused.",
-    add_arguments=_add_arguments, run=run)
+    add_arguments=_add_arguments, run=run, more_files=_sweep_programs)

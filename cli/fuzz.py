@@ -3,6 +3,7 @@
 import json
 import sys
 
+from hts.base.arguments import Role, add_argument
 from hts.flows.fanout import add_arguments as add_fanout_arguments
 
 from .arguments import add_rtl_accelerator, positive_int, print_outcome_failure, to_stderr
@@ -19,7 +20,8 @@ def _add_arguments(parser):
                         help="load, start and end every run through the AXI4-Lite control registers "
                              "(as hts cosim --axi)")
     add_fanout_arguments(parser)
-    parser.add_argument("--json", metavar="FILE", help="write every seed's verdict, cycles and memory digest as JSON")
+    add_argument(parser, Role.OUTPUT, "--json", metavar="FILE",
+                 help="write every seed's verdict, cycles and memory digest as JSON")
     add_rtl_accelerator(parser)
     parser.add_argument("--coverage", action="store_true",
                         help="print the functional coverage: hits per bin (hts.models.coverage), event bins "

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+from hts.base.arguments import Role, add_argument
 from hts.base.errors import HTSError
 
 from .arguments import add_config, positive_int, system, to_stderr
@@ -12,13 +13,15 @@ from .command import Command
 def _add_arguments(parser):
     from hts.flows.mutate import CHECKS
     add_config(parser)
-    parser.add_argument("--mutant", action="append", metavar="NAME", help="run only this mutant (repeatable)")
+    add_argument(parser, Role.NO_FILE, "--mutant", action="append", metavar="NAME",
+                 help="run only this mutant (repeatable)")
     parser.add_argument("--check", action="append", choices=CHECKS, help="run only this check (repeatable, in order)")
     parser.add_argument("--every-check", action="store_true", help="run every check on every mutant")
     parser.add_argument("--fuzz-seeds", type=positive_int, default=50, help="random programs per mutant (default 50)")
-    parser.add_argument("--tests", metavar="DIR", help="the tests/ folder of a clone (default ./tests)")
-    parser.add_argument("--json", metavar="FILE", help="write the matrix as JSON")
-    parser.add_argument("--plot", metavar="PNG", help="write the matrix as a PNG")
+    add_argument(parser, Role.INPUT_DIRECTORY, "--tests", metavar="DIR",
+                 help="the tests/ folder of a clone (default ./tests)")
+    add_argument(parser, Role.OUTPUT, "--json", metavar="FILE", help="write the matrix as JSON")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="PNG", help="write the matrix as a PNG")
     parser.add_argument("--list", action="store_true", help="print the catalogue and exit")
 
 
@@ -41,7 +44,7 @@ def _print_matrix(rows, checks):
 
 
 def run(args) -> int:
-    from hts.base.output import all_or_none, atomic_path, check_outputs
+    from hts.base.output import atomic_path
     from hts.flows.mutate import CHECKS, kill_matrix
     from hts.flows.plots import plot_kill_matrix
     from hts.hdl.mutation import CATALOGUE
@@ -51,16 +54,14 @@ def run(args) -> int:
         return 0
     config = system(args.config)
     tests = _tests_folder(args)
-    check_outputs([args.json, args.plot], [])
     checks = args.check or list(CHECKS)
     rows = kill_matrix(config, args.mutant or list(CATALOGUE), checks, tests, args.fuzz_seeds, args.every_check,
                        to_stderr)
-    with all_or_none():
-        if args.plot:
-            plot_kill_matrix(rows, checks, args.plot, f"RTL mutants on {config.source}")
-        if args.json:
-            with atomic_path(args.json) as tmp:
-                Path(tmp).write_text(json.dumps({"config": config.source, "checks": checks, "rows": rows}, indent=1))
+    if args.plot:
+        plot_kill_matrix(rows, checks, args.plot, f"RTL mutants on {config.source}")
+    if args.json:
+        with atomic_path(args.json) as tmp:
+            Path(tmp).write_text(json.dumps({"config": config.source, "checks": checks, "rows": rows}, indent=1))
     _print_matrix(rows, checks)
     killed = sum(row["killed"] for row in rows)
     print(f"{killed} of {len(rows)} mutants killed")

@@ -4,6 +4,7 @@ import json
 import sys
 from pathlib import Path
 
+from hts.base.arguments import Role, add_argument
 from hts.base.config import PRESETS
 
 from .arguments import positive_float
@@ -11,14 +12,15 @@ from .command import Command
 
 
 def _add_arguments(parser):
-    parser.add_argument("-c", "--config", metavar="CFG", action="append",
-                        help="system configuration: small (the formal four-entry system), a preset "
-                             f"({', '.join(PRESETS)}) or a YAML file (repeatable; default: tiny and small)")
-    parser.add_argument("--block", metavar="NAME", action="append",
-                        help="block to prove (repeatable; default: every block with a harness)")
+    add_argument(parser, Role.CONFIGURATION, "-c", "--config", metavar="CFG", action="append",
+                 help="system configuration: small (the formal four-entry system), a preset "
+                      f"({', '.join(PRESETS)}) or a YAML file (repeatable; default: tiny and small)")
+    add_argument(parser, Role.NO_FILE, "--block", metavar="NAME", action="append",
+                 help="block to prove (repeatable; default: every block with a harness)")
     parser.add_argument("--timeout", metavar="S", type=positive_float, default=600.0,
                         help="seconds one proof may take before it counts as failed (default 600)")
-    parser.add_argument("--traces", metavar="DIR", help="keep counterexample VCDs in this directory")
+    add_argument(parser, Role.OUTPUT_DIRECTORY, "--traces", metavar="DIR",
+                 help="keep counterexample VCDs in this directory")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON array")
 
 

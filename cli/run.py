@@ -1,5 +1,6 @@
 """``hts run``: programs on a scheduler model."""
 
+from hts.base.arguments import Role, add_argument
 from hts.base.config import DEFAULT_STEP_LIMIT
 from hts.base.errors import HTSError
 
@@ -9,16 +10,17 @@ from .command import Command
 
 def _add_arguments(parser):
     from hts.models.simulate import SCHEDULERS
-    parser.add_argument("programs", metavar="PROG", nargs="+",
-                        help="assembly source or image (.hex/.bin); the n-th runs as process n")
+    add_argument(parser, Role.INPUT, "programs", metavar="PROG", nargs="+",
+                 help="assembly source or image (.hex/.bin); the n-th runs as process n")
     add_config(parser)
     parser.add_argument("--scheduler", choices=SCHEDULERS, default="hts",
                         help="hts (default), hts-nospec, runtime (software), naive, or sequential (in order)")
-    parser.add_argument("--trace", metavar="FILE", help="write the event trace as JSON lines")
-    parser.add_argument("--timeline", metavar="FILE.json",
-                        help="write the run as a Chrome trace-event timeline (open it in Perfetto): a track per "
-                             "accelerator instance, per process, and for copy-back and retarget")
-    parser.add_argument("--timeline-png", metavar="FILE.png", help="with --timeline: also draw it with matplotlib")
+    add_argument(parser, Role.OUTPUT, "--trace", metavar="FILE", help="write the event trace as JSON lines")
+    add_argument(parser, Role.OUTPUT, "--timeline", metavar="FILE.json",
+                 help="write the run as a Chrome trace-event timeline (open it in Perfetto): a track per "
+                      "accelerator instance, per process, and for copy-back and retarget")
+    add_argument(parser, Role.OUTPUT, "--timeline-png", metavar="FILE.png",
+                 help="with --timeline: also draw it with matplotlib")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of the initial memory contents (default 0)")

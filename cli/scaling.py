@@ -4,6 +4,8 @@ import json
 import sys
 from pathlib import Path
 
+from hts.base.arguments import Role, add_argument
+
 from .arguments import add_config, int_list, system
 from .command import Command
 
@@ -15,7 +17,8 @@ def _add_arguments(parser):
                         help="instances per function (default 1,2,3,4,6,8)")
     parser.add_argument("--taken", action="store_true", help="make the branch taken (frequency domain, FFTs)")
     parser.add_argument("--scheduler", choices=("hts", "hts-nospec", "runtime"), default="hts")
-    parser.add_argument("--plot", metavar="FILE.png", default="scaling.png", help="line chart (default scaling.png)")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png", default="scaling.png",
+                 help="line chart (default scaling.png)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
 
 

@@ -2,6 +2,8 @@
 
 import json
 
+from hts.base.arguments import Role, add_argument
+
 from .arguments import add_config, positive_float, system
 from .command import Command
 from .verilog import add_block_argument
@@ -15,8 +17,8 @@ def _add_arguments(parser):
     parser.add_argument("--freq", metavar="MHZ", type=positive_float, default=100.0,
                         help="clock constraint for place and route, in MHz (default 100)")
     parser.add_argument("--json", action="store_true", help="print the results as one JSON object")
-    parser.add_argument("--plot", metavar="FILE.png",
-                        help="also draw the register inputs by the logic levels in front of them, by block (PNG)")
+    add_argument(parser, Role.OUTPUT, "--plot", metavar="FILE.png",
+                 help="also draw the register inputs by the logic levels in front of them, by block (PNG)")
     parser.add_argument("--no-place", action="store_true",
                         help="Yosys only: the counts and the logic levels, no place and route and no Fmax "
                              "(a few minutes on the default instead of 10 to 20)")
@@ -67,13 +69,10 @@ def print_table(result: dict):
 
 
 def run(args) -> int:
-    from hts.base.output import check_plot_directory
     from hts.flows.plots import plot_logic_levels
     from hts.flows.synth import DEFAULT_BLOCK, synthesize
     config = system(args.config)
     block = args.block or DEFAULT_BLOCK
-    if args.plot:
-        check_plot_directory(args.plot)
     result = synthesize(config, block, args.target, args.freq, place=not args.no_place)
     if args.plot and "logic_levels" in result:
         plot_logic_levels(result["logic_levels"]["by_block"], args.plot,

@@ -2,6 +2,7 @@
 
 import sys
 
+from hts.base.arguments import Role, add_argument
 from hts.base.errors import HTSError
 
 from .arguments import add_config, system
@@ -10,16 +11,16 @@ from .command import Command
 
 def add_block_argument(parser):
     from hts.flows.synth import DEFAULT_BLOCK
-    parser.add_argument("--block", metavar="NAME", help=f"RTL block (default: {DEFAULT_BLOCK})")
+    add_argument(parser, Role.NO_FILE, "--block", metavar="NAME", help=f"RTL block (default: {DEFAULT_BLOCK})")
 
 
 def _add_arguments(parser):
     add_config(parser)
     add_block_argument(parser)
-    parser.add_argument("-o", "--output", metavar="FILE.v", required=True, help="Verilog file to write")
-    parser.add_argument("--soc-top", metavar="FILE.v",
-                        help="with --block axi_hts: also write module hts_axi_top, the scheduler with SoC port "
-                             "names (s_axi_control_*, aclk, aresetn, interrupt) and Vivado interface attributes")
+    add_argument(parser, Role.OUTPUT, "-o", "--output", metavar="FILE.v", required=True, help="Verilog file to write")
+    add_argument(parser, Role.OUTPUT, "--soc-top", metavar="FILE.v",
+                 help="with --block axi_hts: also write module hts_axi_top, the scheduler with SoC port "
+                      "names (s_axi_control_*, aclk, aresetn, interrupt) and Vivado interface attributes")
 
 
 def run(args) -> int:
@@ -32,14 +33,14 @@ def run(args) -> int:
     # Elaborating the whole scheduler and Amaranth's WebAssembly Yosys (compiled on its first
     # start) leave this silent for a minute or more: say that it still runs, on stderr.
     with heartbeat(f"Verilog of {block}"):
-        warnings = write_verilog(config, block, args.output)
+        verilog, warnings = write_verilog(config, block, args.output)
     for warning in warnings:
         print(warning, file=sys.stderr)
     lint = f"{len(warnings)} Verilator warning(s)" if warnings else "lints clean"
     print(f"{block} on {config.source}: module {module_name(block)} -> {args.output} ({lint})")
     if args.soc_top:
         from hts.flows.soc_top import SOC_TOP, write_soc_top
-        write_soc_top(args.output, args.soc_top)
+        write_soc_top(verilog, args.soc_top)
         print(f"SoC top: module {SOC_TOP} (AXI4-Lite s_axi_control, aclk, aresetn, interrupt) -> {args.soc_top}")
     return 0
 

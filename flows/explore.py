@@ -325,7 +325,7 @@ def _run_on_dask(todo: list, keys: dict, results: dict, errors: dict, scheduler_
             errors[job] = error
         else:
             results[job] = row
-            with atomic_path(cache_root() / f"{keys[job]}.json") as tmp:
+            with atomic_path(cache_root() / f"{keys[job]}.json", defer=False) as tmp:
                 tmp.write_text(json.dumps(row))
         status = f"failed: {error}" if error else (f"{row['cycles']} cycles" if "cycles" in row
                                                    else f"{row['lut_sites']} LUT4 sites, {row['fmax_mhz']} MHz")

@@ -11,13 +11,15 @@ import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from hts.base.arguments import Role, add_argument
+
 __all__ = ["fan_out", "client_for", "add_arguments"]
 
 
 def add_arguments(parser: argparse.ArgumentParser):
     """``--scheduler`` and ``--workers``, as every command that fans out takes them."""
-    parser.add_argument("--scheduler", metavar="tcp://HOST:PORT",
-                        help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
+    add_argument(parser, Role.NO_FILE, "--scheduler", metavar="tcp://HOST:PORT",
+                 help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
     parser.add_argument("--workers", type=_worker_count, default=2,
                         help="LocalCluster worker processes (default 2; 0: no cluster, one task after another here)")
 

@@ -69,10 +69,9 @@ def soc_top(verilog: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_soc_top(scheduler_file: str | Path, output: str | Path) -> list[str]:
-    """Write the wrapper of the ``hts_axi_hts`` in ``scheduler_file`` to ``output`` if the
-    two lint together without error; return the warnings."""
-    scheduler = Path(scheduler_file).read_text()
+def write_soc_top(scheduler: str, output: str | Path) -> list[str]:
+    """Write the wrapper of the ``hts_axi_hts`` whose Verilog is ``scheduler`` to ``output``
+    if the two lint together without error; return the warnings."""
     text = soc_top(scheduler)
     with atomic_path(output) as tmp:
         tmp.write_text(text)

@@ -173,13 +173,14 @@ def lint(path: Path, top: str, shown_as: str | None = None) -> list[str]:
     return _diagnostics(stderr, "%Warning")
 
 
-def write_verilog(config: SystemConfig, block: str, output: str | Path) -> list[str]:
-    """Write ``block`` as Verilog to ``output`` if it lints without error; return the warnings."""
+def write_verilog(config: SystemConfig, block: str, output: str | Path) -> tuple[str, list[str]]:
+    """Write ``block`` as Verilog to ``output`` if it lints without error; return the text
+    and the warnings."""
     name = module_name(block)
     text = verilog_text(build(config, block), name)
     with atomic_path(output) as tmp:
         tmp.write_text(text)
-        return lint(tmp, name, display_path(output))
+        return text, lint(tmp, name, display_path(output))
 
 
 class RegisteredPorts(wiring.Component):

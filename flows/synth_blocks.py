@@ -22,7 +22,7 @@ from pathlib import Path
 
 from hts.base.config import PRESETS, SystemConfig, load_config
 from hts.base.errors import HTSError
-from hts.base.output import check_plot_directory
+from hts.base.output import check_files
 from hts.base.progress import heartbeat
 
 from .plots import plot_synth_blocks
@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         config = load_config(args.config)
         if args.plot:
-            check_plot_directory(args.plot)
+            check_files([args.plot], [])
         result = synthesize_blocks(config)
         if args.plot:
             _plot(result, args.plot)

@@ -25,6 +25,7 @@ from .hts import RunResult
 from .timing import DeviceTiming
 
 __all__ = ["run_summary", "compare", "compare_runs", "compare_rows", "scaling", "with_instances", "COMPARE_ORDER",
+           "REFERENCE_SCHEDULERS",
            "reference_schedules", "reference_rows", "LOWER_BOUND"]
 
 # Slowest first, as the paper's figures order them.
@@ -93,6 +94,8 @@ def scaling(config: SystemConfig, program_for_bands, bands: list[int], instances
 
 
 LOWER_BOUND = "lower-bound"
+# The offline schedules :func:`reference_schedules` may return.
+REFERENCE_SCHEDULERS = ("heft", "reft", "cp-sat")
 
 
 def reference_schedules(graph: TaskGraph, machine: Machine, time_limit: float,

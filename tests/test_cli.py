@@ -53,11 +53,13 @@ def test_asm_then_disasm(tmp_path, suffix):
     assert len(lines) == 12 and lines[3] == "if 93 a 12 0 1 0 d 0000"
 
 
-def test_asm_default_output_is_beside_the_source(tmp_path):
-    src = tmp_path / "loop.s"
+def test_asm_default_output_is_in_the_current_folder_not_beside_the_source(tmp_path):
+    (tmp_path / "src").mkdir()
+    src = tmp_path / "src" / "loop.s"
     src.write_text(EXAMPLES.joinpath("paper_loop.s").read_text())
-    assert hts("asm", src).returncode == 0
+    assert hts("asm", src, cwd=tmp_path).returncode == 0
     assert len((tmp_path / "loop.hex").read_text().splitlines()) == 8
+    assert sorted(path.name for path in (tmp_path / "src").iterdir()) == ["loop.s"]
 
 
 def test_malformed_listing_exits_nonzero_and_writes_nothing(tmp_path):
@@ -162,7 +164,7 @@ def test_run_reports_a_bad_program_at_its_line(tmp_path):
 
 def test_run_refuses_an_unknown_scheduler():
     result = hts("run", example("paper_loop.s"), "--scheduler", "magic")
-    assert result.returncode == 2 and "invalid choice" in result.stderr
+    assert result.returncode == 1 and "invalid choice" in result.stderr
 
 
 def test_run_stops_a_program_that_never_ends(tmp_path):
@@ -225,7 +227,7 @@ def test_scaling_shows_progress_and_fewer_cycles_with_more_instances(tmp_path):
 
 def test_scaling_rejects_bad_lists(tmp_path):
     result = hts("scaling", "--bands", "4,x")
-    assert result.returncode == 2 and "comma-separated integers" in result.stderr
+    assert result.returncode == 1 and "comma-separated integers" in result.stderr
 
 
 def test_bench_table_checks_every_benchmark(tmp_path):
@@ -263,7 +265,7 @@ def test_an_output_over_an_input_or_a_directory_is_refused(tmp_path, command):
 def test_a_negative_seed_is_a_usage_error():
     """Issue 15, defect 9: ``--seed -1`` gave a numpy traceback."""
     result = hts("run", benchmark("no_dependency"), "--seed", "-1")
-    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.returncode == 1 and "Traceback" not in result.stderr
     assert "--seed: must be >= 0, got -1" in result.stderr
 
 

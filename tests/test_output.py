@@ -3,7 +3,7 @@
 import pytest
 
 from hts.base.errors import HTSError
-from hts.base.output import all_or_none, atomic_path, check_outputs
+from hts.base.output import all_or_none, atomic_path, check_files
 
 
 def _write(path, text):
@@ -41,7 +41,7 @@ def test_outputs_are_checked_against_inputs_and_directories(tmp_path):
     source = tmp_path / "a.s"
     source.write_text("")
     with pytest.raises(HTSError, match="would overwrite the input"):
-        check_outputs([tmp_path / "." / "a.s"], [source])
+        check_files([tmp_path / "." / "a.s"], [source])
     with pytest.raises(HTSError, match="is a directory"):
-        check_outputs([tmp_path], [])
-    check_outputs([tmp_path / "b.s", None], [source, None])
+        check_files([tmp_path], [])
+    check_files([tmp_path / "b.s", None], [source, None])

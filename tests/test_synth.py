@@ -394,7 +394,7 @@ def test_a_long_verilog_conversion_says_on_stderr_that_it_still_runs(tmp_path, m
 
     def slow_write_verilog(config, block, output):
         time.sleep(0.6)
-        return []
+        return "", []
 
     monkeypatch.setattr(synth, "write_verilog", slow_write_verilog)
     assert main(["verilog", "-c", "tiny", "--block", "cdb", "-o", str(tmp_path / "cdb.v")]) == 0
