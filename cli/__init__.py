@@ -97,13 +97,11 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as exit:          # --help and --version (0), or a usage error
-        return 1 if exit.code else 0
     stdout, sys.stdout = sys.stdout, _StdoutToQuitter(sys.stdout)
     try:
-        return _run(args)
+        return _run(build_parser().parse_args(argv))
+    except SystemExit as exit:          # argparse: --help and --version (0), or a usage error
+        return 1 if exit.code else 0
     except HTSError as err:
         print(err, file=sys.stderr)
         return 1
