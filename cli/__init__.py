@@ -12,6 +12,7 @@ import sys
 from hts import __version__
 from hts.base.errors import HTSError
 from hts.base.output import check_outputs
+from hts.base.processes import ending_cleanly
 
 from .arguments import INPUT_ARGS, OUTPUT_ARGS, named_files
 from .asm import ASM, DISASM
@@ -50,10 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        check_outputs(named_files(args, OUTPUT_ARGS), named_files(args, INPUT_ARGS))
-        return args.run(args)
-    except HTSError as err:
-        print(err, file=sys.stderr)
-        return 1
+    with ending_cleanly():      # SIGTERM, SIGHUP, Ctrl-C: children ended, files removed, exit 128 + signal
+        args = build_parser().parse_args(argv)
+        try:
+            check_outputs(named_files(args, OUTPUT_ARGS), named_files(args, INPUT_ARGS))
+            return args.run(args)
+        except HTSError as err:
+            print(err, file=sys.stderr)
+            return 1
