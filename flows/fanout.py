@@ -11,6 +11,8 @@ import argparse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
+from hts.base.processes import on_stop
+
 __all__ = ["fan_out", "client_for", "add_arguments"]
 
 
@@ -40,8 +42,18 @@ def client_for(scheduler_address: str | None, workers: int):
             yield client
         return
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+            on_stop(lambda: _no_restarts(cluster)), Client(cluster) as client:
         yield client
+
+
+def _no_restarts(cluster):
+    """Stop ``cluster``'s nannies from restarting their workers, which SIGTERM is about to
+    end (:func:`hts.base.processes.on_stop`): each closes once its worker has gone, and
+    the cluster's own close then finds nothing left to do."""
+    from distributed.core import Status
+    for nanny in list(cluster.workers.values()):
+        if getattr(nanny, "status", None) == Status.running:
+            nanny.status = Status.closing_gracefully
 
 
 def fan_out(function: Callable, items: list, scheduler_address: str | None = None,
