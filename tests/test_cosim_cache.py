@@ -1,4 +1,4 @@
-"""The co-simulation cache checks itself (hts.cosim.run).
+"""The co-simulation cache checks itself (hts.cosim.run), and so does the exploration cache.
 
 A build is made in a fresh folder and renamed into place when complete, with a stamp
 holding its simulator's digest; a cached build whose simulator does not run is built
@@ -268,6 +268,34 @@ def test_a_cache_that_cannot_be_created_is_an_error_naming_it(tmp_path, monkeypa
     verilator()
     with pytest.raises(HTSError, match=f"^HTS_COSIM_CACHE={tmp_path}/file/cache: cannot create the cache"):
         build(config, progress=_quiet)
+
+
+def test_hts_explore_checks_its_cache_before_any_work(tmp_path, monkeypatch):
+    from hts.flows import explore as explore_flow
+    not_a_folder = tmp_path / "cache"
+    not_a_folder.write_text("")
+    monkeypatch.setenv("HTS_EXPLORE_CACHE", str(not_a_folder))
+    monkeypatch.setattr(explore_flow, "fan_out", lambda *args: pytest.fail("work started"))
+    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.window": (4,)},
+                                                                             {"p": Path(PROGRAM).read_text()}), False)
+    with pytest.raises(HTSError, match=f"^HTS_EXPLORE_CACHE={not_a_folder}: not a folder"):
+        explore_flow.explore(points, workers=0, progress=_quiet)
+    read_only = _read_only_folder(tmp_path)
+    monkeypatch.setenv("HTS_EXPLORE_CACHE", str(read_only))
+    with pytest.raises(HTSError, match=f"^HTS_EXPLORE_CACHE={read_only}: cannot write in"):
+        explore_flow.explore(points, workers=0, progress=_quiet)
+
+
+def test_a_damaged_explore_cache_entry_is_run_again(tmp_path, monkeypatch):
+    from hts.flows import explore as explore_flow
+    monkeypatch.setenv("HTS_EXPLORE_CACHE", str(tmp_path))
+    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.window": (4,)},
+                                                                             {"p": Path(PROGRAM).read_text()}), False)
+    first = explore_flow.explore(points, workers=0, progress=_quiet)
+    [entry] = tmp_path.glob("*.json")
+    entry.write_text(entry.read_text()[:10])             # cut short by hand
+    again = explore_flow.explore(points, workers=0, progress=_quiet)
+    assert again.jobs_reused == 0 and [o.row for o in again.outcomes] == [o.row for o in first.outcomes]
 
 
 # ---- a real build, damaged (cosim tier: one Verilator build) -----------------------------------
