@@ -185,6 +185,20 @@ def test_the_supervisor_is_told_before_its_processes_end(capsys):
     child.wait(timeout=5)
 
 
+def test_a_mutate_check_that_times_out_is_ended_with_its_children(monkeypatch):
+    """subprocess.run's timeout killed the check alone: its children (a fuzz's workers) ran on."""
+    from hts.flows import mutate
+    from hts.hdl.mutation import CATALOGUE
+    pid_file = Path(tempfile.mkdtemp()) / "grandchild"
+    monkeypatch.setattr(mutate, "CHECK_TIMEOUT_S", 1)
+    monkeypatch.setattr(mutate, "_pytest_command",
+                        lambda paths: ["sh", "-c", f"sleep 300 & echo $! > {pid_file}; wait"])
+    mutant = next(m for m in CATALOGUE.values() if (Path(__file__).parent / "hdl" / f"test_rtl_{m.block}.py").exists())
+    verdict = mutate.run_check("block", mutant, Path(__file__).parent, 0)
+    assert verdict.status == "error" and "no verdict within 1 s" in verdict.detail
+    assert not _alive(int(pid_file.read_text()))
+
+
 # ---- hts stopped as timeout and CI runners stop it ---------------------------------------
 
 class Stopped:
