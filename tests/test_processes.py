@@ -286,3 +286,47 @@ def test_sigterm_at_the_start_of_hts_verilog_leaves_nothing(tmp_path):
     assert run.process.returncode in (143, -signal.SIGTERM), run.stderr
     assert run.left_after_s is not None and list(run.tmp.iterdir()) == []
     assert [path.name for path in tmp_path.iterdir()] == ["tmp"]
+
+
+# ---- co-simulation (a Verilator build; the shared cache is warm for tiny and fuzz's small) ----
+
+PROGRAM = str(EXAMPLES / "paper_independent.s")
+
+
+# hts cosim -c tiny on a cached build takes some 6 s here.
+@pytest.mark.cosim
+@pytest.mark.parametrize("when", [
+    0.8, 2.0, 3.0,
+    lambda run: run.running_a("hts_cosim_clocked"),           # the simulator, writing into its scratch
+], ids=["0.8s", "2s", "4s", "simulator"])
+def test_sigterm_during_hts_cosim_leaves_nothing(tmp_path, when):
+    from hts.base.config import load_config
+    from hts.cosim.run import build_key, cache_root, is_built
+    run = Stopped(tmp_path, "cosim", "-c", "tiny", PROGRAM, when=when)
+    run.check()
+    assert is_built(cache_root() / build_key(load_config("tiny"), False))
+
+
+# hts fuzz --seeds 8 --batch 2 takes some 10 s here: a LocalCluster of two worker
+# processes starts, then each batch runs in a simulator under a worker.
+@pytest.mark.cosim
+@pytest.mark.parametrize("when", [
+    2.0, 6.0,
+    lambda run: run.running_a("hts_cosim_clocked"),           # the simulators under the Dask workers
+], ids=["2s", "6s", "simulators"])
+def test_sigterm_during_hts_fuzz_leaves_nothing(tmp_path, when):
+    run = Stopped(tmp_path, "fuzz", "--seeds", "8", "--batch", "2", when=when)
+    run.check()
+
+
+@pytest.mark.cosim
+@pytest.mark.parametrize("step", ["verilator_bin", "cc1plus"])
+def test_sigterm_during_a_verilator_build_leaves_no_half_build(tmp_path, step):
+    """Stopped while Verilator, or the C++ compiler under make, runs in a fresh cache: no
+    process is left, and the cache holds nothing but the build's lock file."""
+    cache = tmp_path / "cache"
+    run = Stopped(tmp_path / "run", "cosim", "-c", "tiny", PROGRAM, env={"HTS_COSIM_CACHE": str(cache)},
+                  when=lambda run: run.running_a(step))
+    assert any(step in command for command in run.running), run.running
+    run.check()
+    assert [path.suffix for path in cache.iterdir()] == [".lock"]
