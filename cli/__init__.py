@@ -16,10 +16,12 @@ arguments beside the code that runs it; this module only lists them and runs one
 import argparse
 import os
 import sys
+from contextlib import contextmanager
 
 from hts import __version__
 from hts.base.errors import HTSError
 from hts.base.output import all_or_none, check_files
+from hts.base.processes import ending_cleanly
 
 from .asm import ASM, DISASM
 from .bench import BENCH
@@ -89,6 +91,16 @@ class _StdoutToQuitter:
         return getattr(self._stream, name)
 
 
+@contextmanager
+def _quiet_when_the_reader_leaves():
+    stdout, sys.stdout = sys.stdout, _StdoutToQuitter(sys.stdout)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stdout = stdout
+
+
 def _run(args: argparse.Namespace) -> int:
     files = args.files(args)
     check_files(files.outputs, files.inputs, files.output_directories)
@@ -97,14 +109,15 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    stdout, sys.stdout = sys.stdout, _StdoutToQuitter(sys.stdout)
-    try:
-        return _run(build_parser().parse_args(argv))
-    except SystemExit as exit:          # argparse: --help and --version (0), or a usage error
-        return 1 if exit.code else 0
-    except HTSError as err:
-        print(err, file=sys.stderr)
-        return 1
-    finally:
-        sys.stdout.flush()
-        sys.stdout = stdout
+    with ending_cleanly(), _quiet_when_the_reader_leaves():
+        # ending_cleanly: SIGTERM, SIGHUP or Ctrl-C end the children, remove the temporaries
+        # and exit with 128 + the signal.
+        try:
+            args = build_parser().parse_args(argv)
+        except SystemExit as exit:      # --help and --version (0), or a usage error (1, not argparse's 2)
+            return 1 if exit.code else 0
+        try:
+            return _run(args)
+        except HTSError as err:
+            print(err, file=sys.stderr)
+            return 1

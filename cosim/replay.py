@@ -26,8 +26,11 @@ __all__ = ["Stimulus", "stimulus_text", "replay_binary", "replay"]
 
 # Linked from the objects of the cocotb build (Vtop.mk's own flags and model archive),
 # less cocotb's main and its VPI library.
+# .DELETE_ON_ERROR: a link cut off (the command stopped by a signal) leaves no binary that
+# looks up to date.
 _MAKEFILE = """\
 include Vtop.mk
+.DELETE_ON_ERROR:
 hts_replay: hts_replay.o $(VK_GLOBAL_OBJS) $(VM_PREFIX)__ALL.a
 \t$(LINK) $^ -pthread -o $@
 hts_replay.o: {source}

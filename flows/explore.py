@@ -19,7 +19,6 @@ Workers receive configurations and program text, never paths: they need no share
 import hashlib
 import itertools
 import json
-import os
 import platform
 import random
 from collections.abc import Callable
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import yaml
 
+from hts.base.caches import cache_folder, writable_cache
 from hts.base.config import SystemConfig, with_value
 from hts.base.errors import HTSError
 from hts.base.output import atomic_path
@@ -189,8 +189,20 @@ def run_job(job: ModelJob | SynthJob) -> dict:
 
 # ---- the cache ----------------------------------------------------------------------------
 
+CACHE_VARIABLE = "HTS_EXPLORE_CACHE"
+
+
 def cache_root() -> Path:
-    return Path(os.environ.get("HTS_EXPLORE_CACHE", Path.home() / ".cache" / "hts-explore"))
+    return cache_folder(CACHE_VARIABLE, Path.home() / ".cache" / "hts-explore")
+
+
+def _cached(path: Path) -> dict | None:
+    """A finished job's figures from the cache, or None: a file that cannot be read or
+    parsed (cut off by hand, or from another tool) is a job to run again."""
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _package_digest(*packages: str) -> str:
@@ -289,9 +301,9 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
     keys = {job: job.key if isinstance(job, SynthJob) else job.key(code) for job in jobs}
     results, errors = {}, {}
     for job in jobs:
-        cached = cache_root() / f"{keys[job]}.json"
-        if cached.exists():
-            results[job] = json.loads(cached.read_text())
+        cached = _cached(cache_root() / f"{keys[job]}.json")
+        if cached is not None:
+            results[job] = cached
     todo = [job for job in jobs if job not in results]
     progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(unique)} syntheses): "
              f"{len(jobs) - len(todo)} reused from the cache ({cache_root()}), {len(todo)} to run")
@@ -319,7 +331,7 @@ def _row(point: Point, model: dict, synthesis: dict | None = None) -> dict:
 
 def _run_on_dask(todo: list, keys: dict, results: dict, errors: dict, scheduler_address: str | None, workers: int,
                  progress):
-    cache_root().mkdir(parents=True, exist_ok=True)
+    writable_cache(CACHE_VARIABLE, cache_root(), "exploration results")   # before any work, not after it
     for done, (job, row, error) in enumerate(fan_out(run_job, todo, scheduler_address, workers), start=1):
         if error:
             errors[job] = error

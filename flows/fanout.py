@@ -8,12 +8,18 @@ this process, with no cluster: for a debugger, and for tests that patch what a t
 """
 
 import argparse
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hts.base.arguments import Role, add_argument
+from hts.base.errors import HTSError
+from hts.base.processes import on_stop
 
-__all__ = ["fan_out", "client_for", "add_arguments"]
+__all__ = ["fan_out", "client_for", "add_arguments", "CONNECT_TIMEOUT_S"]
+
+# How long connecting to a --scheduler may take (Dask's default is 30 s).
+CONNECT_TIMEOUT_S = 5
 
 
 def add_arguments(parser: argparse.ArgumentParser):
@@ -38,12 +44,47 @@ def client_for(scheduler_address: str | None, workers: int):
     from dask.distributed import Client, LocalCluster
 
     if scheduler_address:
-        with Client(scheduler_address) as client:
+        _check_reachable(scheduler_address)
+        try:
+            client = Client(scheduler_address, timeout=CONNECT_TIMEOUT_S)
+        except Exception as error:              # whatever answered there is no Dask scheduler we can use
+            raise HTSError(f"--scheduler {scheduler_address}: cannot connect to a Dask scheduler there "
+                           f"({type(error).__name__}: {error})") from None
+        with client:
             yield client
         return
     with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
-            Client(cluster) as client:
+            on_stop(lambda: _no_restarts(cluster)), Client(cluster) as client:
         yield client
+
+
+def _no_restarts(cluster):
+    """Stop ``cluster``'s nannies from restarting their workers, which SIGTERM is about to
+    end (:func:`hts.base.processes.on_stop`): each closes once its worker has gone, and
+    the cluster's own close then finds nothing left to do."""
+    from distributed.core import Status
+    for nanny in list(cluster.workers.values()):
+        if getattr(nanny, "status", None) == Status.running:
+            nanny.status = Status.closing_gracefully
+
+
+def _check_reachable(address: str):
+    """Refuse, at once, an address that is malformed or where nothing listens: Dask's own
+    client would retry for 30 s, then end on a long traceback."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError) as error:
+        raise HTSError(f"--scheduler {address}: not a Dask scheduler's address ({error}); "
+                       "give one as tcp://HOST:PORT") from None
+    if scheme not in ("tcp", "tls"):
+        return                                  # (inproc://, ucx://): left to Dask
+    try:
+        socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as error:
+        reason = error.strerror or str(error) or type(error).__name__
+        raise HTSError(f"--scheduler {address}: no Dask scheduler answers there ({reason})") from None
 
 
 def fan_out(function: Callable, items: list, scheduler_address: str | None = None,

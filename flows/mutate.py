@@ -17,6 +17,7 @@ from pathlib import Path
 
 from hts.base.config import SystemConfig
 from hts.base.errors import HTSError
+from hts.base.processes import end_tree
 from hts.hdl.mutation import CATALOGUE, ENVIRONMENT, Mutant, injected
 
 __all__ = ["CHECKS", "Verdict", "changes_design", "run_check", "kill_matrix"]
@@ -123,11 +124,17 @@ def run_check(check: str, mutant: Mutant, tests: Path | None, fuzz_seeds: int) -
             return Verdict("n/a", f"no block test for {mutant.block}")
         command, judge, cwd = _pytest_command(paths), _pytest_verdict, tests.parent
     start = time.monotonic()
-    try:
-        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
-                                env={**os.environ, ENVIRONMENT: mutant.name})
-    except subprocess.TimeoutExpired:
-        return Verdict("error", f"no verdict within {CHECK_TIMEOUT_S} s", time.monotonic() - start)
+    with subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                          env={**os.environ, ENVIRONMENT: mutant.name}) as process:
+        try:
+            stdout, stderr = process.communicate(timeout=CHECK_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            # The check's own children too (a fuzz's Dask workers and simulators, the hts runs
+            # of a pytest): killing the check alone would leave them running.
+            end_tree(process.pid)
+            process.communicate()
+            return Verdict("error", f"no verdict within {CHECK_TIMEOUT_S} s", time.monotonic() - start)
+    result = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     return judge(result, time.monotonic() - start)
 
 

@@ -308,11 +308,13 @@ def test_a_build_cut_off_is_never_taken_for_finished(tmp_path, monkeypatch):
     class Verilator:                  # records what the build folder holds when the compile starts
         def build(self, build_dir, **_):
             found.append(sorted(path.name for path in Path(build_dir).iterdir()))
+            (Path(build_dir) / CLOCKED).write_bytes(b"the simulator")
 
     monkeypatch.setattr("cocotb_tools.runner.get_runner", lambda name: Verilator())
     assert build(config, progress=lambda message: None) == folder
     assert found == [sorted([f"{CLOCKED}.sv", f"{TOPLEVEL}.v"])]
-    assert (folder / "built").read_text() == "ok\n"
+    assert (folder / "built").read_text().startswith("ok\nsha256 ")
+    assert not (folder / "leftover.o").exists()
 
 
 def test_a_verilator_build_says_that_it_still_runs(tmp_path, monkeypatch):
@@ -323,8 +325,9 @@ def test_a_verilator_build_says_that_it_still_runs(tmp_path, monkeypatch):
     monkeypatch.setattr(progress, "INTERVAL_S", 0.05)
 
     class SlowVerilator:
-        def build(self, **_):
+        def build(self, build_dir, **_):
             time.sleep(0.6)
+            (Path(build_dir) / CLOCKED).write_bytes(b"the simulator")
 
     monkeypatch.setattr("cocotb_tools.runner.get_runner", lambda name: SlowVerilator())
     lines = []
