@@ -10,7 +10,9 @@ arguments beside the code that runs it; this module only lists them and runs one
   are printed as ``file:line:col: message`` on stderr with exit status 1; nothing else is
   caught;
 - a reader that stops reading (``hts disasm P.bin | head``) ends the printing quietly; the
-  command still finishes and writes its files.
+  command still finishes and writes its files;
+- SIGTERM, SIGHUP and Ctrl-C end the command's child processes, remove its temporaries
+  and exit with 128 + the signal (:func:`hts.base.processes.ending_cleanly`).
 """
 
 import argparse
