@@ -3,11 +3,15 @@
 ``hts.base.files`` reads only regular files, at most one byte past a stated limit, as
 UTF-8 with errors at ``file:line:col``, and YAML through one loader without aliases and
 with bounded nesting; ``hts.base.errors.shown`` keeps what a user wrote short and
-printable in messages.
+printable in messages. The last tests run each command that reads a file on a named pipe
+and on a link to ``/dev/zero``.
 """
 
+import json
 import os
 import socket
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -207,3 +211,57 @@ def test_the_place_of_every_key_is_kept():
     assert document.where("programs[0]") == Location("s.yaml", 4, 12)
     assert document.where("programs[7].x") == Location("s.yaml", 4, 11)     # the nearest enclosing key
     assert load_yaml("", "empty.yaml").data is None
+
+
+# ---- every command, on a named pipe and on a link to /dev/zero -----------------------------
+
+# Runs each command in one process, one after another, and reports each one's exit status,
+# stderr and seconds, and the peak memory of the whole: the high-water mark of the process's
+# own memory (ru_maxrss would count the test process it was forked from). Its address space
+# is bounded, so that an unbounded read fails rather than the machine.
+_DRIVER = """
+import contextlib, io, json, re, resource, sys, time
+resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+from hts.cli import main
+cases, report = json.loads(sys.argv[1]), []
+for argv in cases:
+    err = io.StringIO()
+    start = time.perf_counter()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = main(argv)
+    report.append([status, err.getvalue(), time.perf_counter() - start])
+with open("/proc/self/status") as status:
+    peak = int(re.search(r"VmHWM:\\s+(\\d+) kB", status.read())[1])
+print(json.dumps({"cases": report, "peak_kib": peak}))
+"""
+
+
+def test_no_command_reads_a_pipe_or_a_device(tmp_path, monkeypatch):
+    """Issue 49: a named pipe blocked ``hts run`` for ever, and a link to /dev/zero read
+    until memory ran out; now each is a clear error at once, in little memory."""
+    monkeypatch.chdir(tmp_path)
+    ok = Path(__file__).resolve().parents[1] / "examples" / "paper_independent.s"
+    for name in ("pipe.s", "pipe.hex", "pipe.yaml"):
+        os.mkfifo(name)
+    for name in ("zero.s", "zero.bin", "zero.yaml"):
+        Path(name).symlink_to("/dev/zero")
+    Path("lists_pipe.yaml").write_text("keys: {hts.window: [1]}\nprograms: [pipe.s]\n")
+    Path("lists_zero.yaml").write_text("keys: {hts.window: [1]}\nprograms: [zero.s]\n")
+    cases = {  # argv: the file named in the error
+        ("run", "pipe.s"): "pipe.s", ("run", "zero.s"): "zero.s",                   # sources
+        ("run", "pipe.hex"): "pipe.hex", ("disasm", "zero.bin"): "zero.bin",        # images
+        ("config", "-c", "pipe.yaml"): "pipe.yaml", ("run", str(ok), "-c", "zero.yaml"): "zero.yaml",
+        ("explore", "pipe.s", "--key", "hts.window=1"): "pipe.s",                   # explore's programs
+        ("explore", "zero.s", "--key", "hts.window=1"): "zero.s",
+        ("explore", "--sweep", "pipe.yaml"): "pipe.yaml", ("explore", "--sweep", "zero.yaml"): "zero.yaml",
+        ("explore", "--sweep", "lists_pipe.yaml"): "lists_pipe.yaml:2:12: programs[0]: pipe.s",   # at its line
+        ("explore", "--sweep", "lists_zero.yaml"): "lists_zero.yaml:2:12: programs[0]: zero.s",
+    }
+    ran = subprocess.run([sys.executable, "-c", _DRIVER, json.dumps([list(argv) for argv in cases])],
+                         capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    for (argv, name), (status, stderr, seconds) in zip(cases.items(), result["cases"]):
+        assert status == 1 and stderr.startswith(f"{name}: cannot read: ") and "not a regular file" in stderr, argv
+        assert "Traceback" not in stderr and seconds < 1, (argv, seconds)
+    assert result["peak_kib"] < 200 * 1024
