@@ -41,18 +41,20 @@ __all__ = ["PROGRAM_MIN_BYTES", "PROGRAM_BYTES_PER_INSTRUCTION", "CONFIG_BYTES",
 #: memory (``hts.program_words``), room for long comments on every line, and at least 1 MiB.
 PROGRAM_MIN_BYTES = 1 << 20
 PROGRAM_BYTES_PER_INSTRUCTION = 512
-#: A configuration file (``-c FILE``): a preset is under 2 kB.
-CONFIG_BYTES = 1 << 20
-#: A sweep file (``hts explore --sweep``).
-SWEEP_BYTES = 1 << 20
+#: A configuration file (``-c FILE``): a preset is under 2 kB. The YAML reader takes about
+#: 2 s a MiB, so a quarter of one keeps the worst file under a second.
+CONFIG_BYTES = 256 << 10
+#: A sweep file (``hts explore --sweep``): 10,000 values (``--max-points``) take 60 kB.
+SWEEP_BYTES = 256 << 10
 #: A task graph (``hts compare GRAPH.graphml``).
 GRAPH_BYTES = 16 << 20
 #: A results page that ``python -m hts.flows.results`` rewrites.
 PAGE_BYTES = 4 << 20
 #: Nesting of a YAML document (mappings and lists inside each other); a configuration needs 3.
 YAML_DEPTH = 32
-#: Nodes (mappings, lists, scalars) of a YAML document.
-YAML_NODES = 200_000
+#: Nodes (mappings, lists, scalars) of a YAML document: a configuration of every accelerator
+#: ID has under 2,000; each node costs about 1 kB and 50 us to read.
+YAML_NODES = 20_000
 #: Characters of a number in a YAML document: no parameter needs more than 20 digits, and
 #: Python refuses to read more than 4,300.
 YAML_NUMBER_CHARACTERS = 100

@@ -237,7 +237,8 @@ def test_a_configuration_past_its_size_limit_is_refused(tmp_path):
     path.write_text(MINIMAL + "#" * (files.CONFIG_BYTES - len(MINIMAL)))
     assert load_config(path).accelerators[0].name == "fft_256"
     path.write_text(MINIMAL + "#" * (files.CONFIG_BYTES - len(MINIMAL) + 1))
-    with pytest.raises(ConfigError, match=r"big\.yaml: the configuration file is larger than 1,048,576 bytes"):
+    with pytest.raises(ConfigError, match=rf"big\.yaml: the configuration file is larger than {files.CONFIG_BYTES:,} "
+                                          "bytes"):
         load_config(path)
 
 
