@@ -30,7 +30,7 @@ from pathlib import Path
 
 from hts.base.config import SystemConfig, with_values
 from hts.base.errors import ConfigError, HTSError, Location, display_path, shown
-from hts.base.files import PROGRAM_MIN_BYTES, SWEEP_BYTES, load_yaml, read_text
+from hts.base.files import PROGRAM_MIN_BYTES, SWEEP_BYTES, load_yaml, read_bytes, read_text
 from hts.base.output import atomic_path
 from hts.cosim.progen import random_program
 
@@ -374,9 +374,8 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
     keys = {job: job.key if isinstance(job, SynthJob) else job.key(code) for job in jobs}
     results, errors = {}, {}
     for job in jobs:
-        cached = cache_root() / f"{keys[job]}.json"
-        if cached.exists():
-            results[job] = json.loads(cached.read_text())
+        if (row := _cached(cache_root() / f"{keys[job]}.json")) is not None:
+            results[job] = row
     todo = [job for job in jobs if job not in results]
     progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(unique)} syntheses): "
              f"{len(jobs) - len(todo)} reused from the cache ({cache_root()}), {len(todo)} to run")
@@ -391,6 +390,20 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
         outcomes.append(Outcome(point, row, "; ".join(failed) or None,
                                 all(part in results and part not in todo for part in parts)))
     return ExploreResult(outcomes, len(jobs), len(jobs) - len(todo))
+
+
+# A cached row is a few hundred bytes; anything much larger is not one.
+_CACHED_ROW_BYTES = 1 << 16
+
+
+def _cached(path: Path) -> dict | None:
+    """The row cached at ``path``, or None when there is none, or none that can be read (cut
+    short, changed by hand, not a row): that job runs again and its row replaces it."""
+    try:
+        row = json.loads(read_bytes(path, _CACHED_ROW_BYTES, "cached row"))
+    except (HTSError, ValueError):
+        return None
+    return row if isinstance(row, dict) else None
 
 
 def _row(point: Point, model: dict, synthesis: dict | None = None) -> dict:

@@ -285,3 +285,17 @@ def test_max_points_raises_the_cap(tmp_path, monkeypatch):
     assert status == 1 and "3 points (3 window x 1 program) are more than the 2 allowed" in stderr
     assert len(points(load_config("tiny"), SweepSpec({"hts.window": (1, 2, 4)}, {"ok": ""}), synth=False,
                       max_points=3)) == 3
+
+
+@pytest.mark.parametrize("damage", [b'{"cycles": ', b"[1]\n", b"\xff\xfe", b"{" * 100_000])
+def test_a_damaged_cache_entry_is_run_again(tmp_path, damage):
+    """Issue 49, found beside it: a cache entry cut short or changed by hand was a
+    JSONDecodeError or TypeError traceback on every later run."""
+    program = (Path(__file__).resolve().parents[1] / "examples" / "paper_independent.s").read_text()
+    sweep = points(load_config("tiny"), SweepSpec({"hts.window": (1,)}, {"p": program}), synth=False)
+    first = explore(sweep, workers=0, progress=lambda line: None)
+    (entry,) = (tmp_path / "cache").iterdir()
+    entry.write_bytes(damage)
+    again = explore(sweep, workers=0, progress=lambda line: None)
+    assert again.jobs_reused == 0 and again.outcomes[0].row == first.outcomes[0].row
+    assert {"program": "p", **json.loads(entry.read_text())} == first.outcomes[0].row
