@@ -8,7 +8,8 @@ Every error carries ``file:line:col``.
 from pathlib import Path
 
 from hts.base.config import SystemConfig
-from hts.base.errors import HTSError, Location, SourceError, SourceErrors, display_path
+from hts.base.errors import Location, SourceError, SourceErrors, display_path
+from hts.base.files import PROGRAM_BYTES_PER_INSTRUCTION, PROGRAM_MIN_BYTES, program_limit, read_text
 
 from .checker import check
 from .disassembler import disassemble
@@ -18,14 +19,20 @@ from .parser import parse
 from .program import Program
 from .resolver import resolve
 
-__all__ = ["assemble", "assemble_file", "load_program", "check_image", "source_limit", "disassemble", "read_image", "write_image",
-           "Program", "IMAGE_SUFFIXES"]
+__all__ = ["assemble", "assemble_file", "load_program", "load_image", "check_image", "source_limit", "disassemble",
+           "read_image", "write_image", "Program", "IMAGE_SUFFIXES"]
 
 
 def source_limit(config: SystemConfig) -> int:
-    """Characters a source may have: room for long comments on every instruction program
-    memory holds, and a bound on the time and memory assembling it takes."""
-    return max(1 << 20, 512 * config.hts.program_words)
+    """Characters (and bytes of a file) a source or image may have: room for long comments on
+    every instruction program memory holds, and a bound on the time and memory assembling it
+    takes (:func:`hts.base.files.program_limit`)."""
+    return program_limit(config.hts.program_words)
+
+
+def _limit_reason(config: SystemConfig) -> str:
+    return (f"{PROGRAM_BYTES_PER_INSTRUCTION} per instruction of program memory, hts.program_words = "
+            f"{config.hts.program_words}, or {PROGRAM_MIN_BYTES:,} if that is more")
 
 
 def _refuse_oversized(size: int, config: SystemConfig, where: Location):
@@ -50,34 +57,21 @@ def assemble(text: str, config: SystemConfig, filename: str = "<program>") -> Pr
 
 
 def assemble_file(path: str | Path, config: SystemConfig) -> Program:
-    shown = display_path(path)
-    try:
-        _refuse_oversized(Path(path).stat().st_size, config, Location(shown))
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise HTSError(f"cannot read: {getattr(err, 'strerror', None) or err}", Location(shown)) from None
-    return assemble(text, config, shown)
+    text = read_text(path, source_limit(config), "source", _limit_reason(config))
+    return assemble(text, config, display_path(path))
+
+
+def load_image(path: str | Path, config: SystemConfig) -> Program:
+    """An assembled image (.hex/.bin), read within the size a source may have, and checked
+    as a source is."""
+    return check_image(read_image(path, source_limit(config), _limit_reason(config)), config)
 
 
 def load_program(path: str | Path, config: SystemConfig) -> Program:
     """A program from assembly source, or from an assembled image (.hex/.bin)."""
     if Path(path).suffix.lower() in IMAGE_SUFFIXES:
-        _refuse_oversized_image(path, config)
-        return check_image(read_image(path), config)
+        return load_image(path, config)
     return assemble_file(path, config)
-
-
-def _refuse_oversized_image(path: str | Path, config: SystemConfig):
-    """Refuse, before reading it, an image larger than a source may be."""
-    shown = display_path(path)
-    try:
-        size = Path(path).stat().st_size
-    except OSError as err:
-        raise HTSError(f"cannot read: {err.strerror}", Location(shown)) from None
-    limit = source_limit(config)
-    if size > limit:
-        raise SourceError(f"image of {size:,} bytes is larger than any program of {config.hts.program_words} "
-                          f"instructions (hts.program_words) needs; the limit is {limit:,}", Location(shown))
 
 
 def check_image(image: Program, config: SystemConfig) -> Program:

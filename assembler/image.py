@@ -6,12 +6,14 @@ Writes are atomic: the image appears whole under its name or not at all.
 
 from pathlib import Path
 
+from hts.base.config import MAX_PROGRAM_WORDS
 from hts.base.errors import HTSError, Location, SourceError, display_path
+from hts.base.errors import shown as cut
+from hts.base.files import program_limit, read_bytes
 from hts.base.output import atomic_path
 from hts.isa import INSTRUCTION_BITS
 
 from .lexer import split_lines
-from .resolver import shown as cut
 from .program import Program
 
 __all__ = ["IMAGE_SUFFIXES", "write_image", "read_image", "image_bytes"]
@@ -24,7 +26,7 @@ _HEX_DIGITS = INSTRUCTION_BITS // 4
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in IMAGE_SUFFIXES:
-        raise HTSError(f"cannot tell the image format from the suffix '{path.suffix}' "
+        raise HTSError(f"cannot tell the image format from the suffix '{cut(path.suffix)}' "
                        f"(use {' or '.join(IMAGE_SUFFIXES)})", Location(display_path(path)))
     return suffix
 
@@ -42,14 +44,14 @@ def write_image(path: str | Path, program: Program):
         tmp.write_bytes(data)
 
 
-def read_image(path: str | Path) -> Program:
+def read_image(path: str | Path, limit: int = program_limit(MAX_PROGRAM_WORDS), why: str = "") -> Program:
+    """The words of an image, read no further than ``limit`` bytes (by default the most any
+    configuration's program memory needs); unchecked (:func:`hts.assembler.load_image`
+    checks them against a configuration)."""
     path = Path(path)
     suffix = _suffix(path)
     shown = display_path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as err:
-        raise HTSError(f"cannot read: {err.strerror}", Location(shown)) from None
+    data = read_bytes(path, limit, "image", why)
     if suffix == ".bin":
         if len(data) % _BYTES:
             raise SourceError(f"{len(data)} bytes is not a whole number of {_BYTES}-byte instructions",

@@ -7,7 +7,7 @@ column so that later passes can point at it.
 import re
 from dataclasses import dataclass
 
-from hts.base.errors import Location, SourceError
+from hts.base.errors import Location, SourceError, shown
 
 __all__ = ["Token", "SourceLine", "lex", "split_lines"]
 
@@ -53,6 +53,6 @@ def lex(text: str, filename: str) -> list[SourceLine]:
                        for m in _TOKEN.finditer(body, pos))
         for token in tokens:
             if token.text.endswith(":"):
-                raise SourceError(f"label '{token.text[:-1]}' must start its line", token.location)
+                raise SourceError(f"label '{shown(token.text[:-1])}' must start its line", token.location)
         lines.append(SourceLine(Location(filename, number, 1), tuple(labels), tokens))
     return lines

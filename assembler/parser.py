@@ -8,7 +8,7 @@ metadata, which only accelerators read: the paper's own branch listing opens wit
 import re
 from dataclasses import dataclass
 
-from hts.base.errors import Location, SourceError, SourceErrors
+from hts.base.errors import Location, SourceError, SourceErrors, shown
 from hts.isa import CONTROL_KEYNAMES
 
 from .lexer import SourceLine, Token
@@ -43,11 +43,11 @@ def parse(lines: list[SourceLine]) -> ParsedProgram:
     for line in lines:
         for label in line.labels:
             if _NOT_A_LABEL.match(label.text):
-                errors.append(SourceError(f"label '{label.text}' reads as a number or register; "
+                errors.append(SourceError(f"label '{shown(label.text)}' reads as a number or register; "
                                           "choose another name", label.location))
             elif label.text in labels:
                 first = label_tokens[label.text].location
-                errors.append(SourceError(f"duplicate label '{label.text}' (first defined at line "
+                errors.append(SourceError(f"duplicate label '{shown(label.text)}' (first defined at line "
                                           f"{first.line})", label.location))
             else:
                 labels[label.text] = len(statements)

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 
 from hts.base.config import SystemConfig
-from hts.base.errors import SourceError, SourceErrors
+from hts.base.errors import SourceError, SourceErrors, shown
 from hts.isa import CONTROL_KEYNAMES, FIELDS, RESERVED_ACCEL_ID, Opcode, Role, Word, operand_roles
 
 from .lexer import Token
@@ -45,11 +45,6 @@ class Resolved:
 _LONGEST_NUMBER = 64
 
 
-def shown(text: str, width: int = 24) -> str:
-    """``text`` for an error message: a huge token is cut, with its length."""
-    return text if len(text) <= width else f"{text[:width]}... ({len(text)} characters)"
-
-
 def parse_number(text: str) -> int | None:
     """Value of an unsigned number token (hex, 0x hex, 0d decimal); None if not a number."""
     if match := _DECIMAL.match(text):
@@ -80,15 +75,22 @@ def _opcode_and_id(keyname: Token, config: SystemConfig) -> tuple[Opcode, int]:
     return Opcode.TASK, accelerator.id
 
 
-def _field_value(name: str, token: Token, role: Role, statement: Statement, labels: dict[str, int]) -> int:
-    text, where = token.text, f"field {FIELD_TITLE[name]} of {statement.keyname.text}"
+def _field_value(name: str, token: Token, role: Role, statement: Statement, labels: dict[str, int],
+                 config: SystemConfig) -> int:
+    text, where = token.text, f"field {FIELD_TITLE[name]} of {shown(statement.keyname.text)}"
     if match := _REGISTER.match(text):
         if role != Role.REGISTER:
             hint = " (set K bit 0 to make A and C registers)" if statement.keyname.text not in CONTROL_KEYNAMES \
                 and name in ("a", "c") else ""
             raise SourceError(f"'{shown(text)}' names a register, but {where} holds {_HOLDS[role]}{hint}",
                               token.location)
-        return int(match.group(1), 10)
+        digits = match.group(1)
+        # A register beyond the field's width, or written with thousands of digits, does not
+        # exist either: said here, before the word is built (the checker names the others).
+        if len(digits) > _LONGEST_NUMBER or int(digits, 10) >= 1 << _WIDTH[name]:
+            raise SourceError(f"register r{shown(digits)} does not exist (hts.gprs = {config.hts.gprs})",
+                              token.location)
+        return int(digits, 10)
     negative = text.startswith("-")
     if len(text) > _LONGEST_NUMBER:
         raise SourceError(f"'{shown(text)}' is too long for {where}", token.location)
@@ -97,7 +99,7 @@ def _field_value(name: str, token: Token, role: Role, statement: Statement, labe
         if role == Role.OFFSET and _LABEL.match(text):
             if text not in labels:
                 raise SourceError(f"undefined label '{shown(text)}'", token.location)
-            return _label_offset(labels[text] - statement.pc, _WIDTH[name], text, token)
+            return _label_offset(labels[text] - statement.pc, _WIDTH[name], shown(text), token)
         raise SourceError(f"'{shown(text)}' is not a number (hex, 0x.. hex or 0d.. decimal)"
                           + (" or a label" if role == Role.OFFSET else ""), token.location)
     width = _WIDTH[name]
@@ -123,9 +125,9 @@ def _label_offset(distance: int, width: int, label: str, token: Token) -> int:
 
 def _resolve_statement(statement: Statement, labels: dict[str, int], config: SystemConfig) -> Resolved:
     opcode, accel_id = _opcode_and_id(statement.keyname, config)
-    k = _field_value("k", statement.fields["k"], Role.IMMEDIATE, statement, labels)
+    k = _field_value("k", statement.fields["k"], Role.IMMEDIATE, statement, labels, config)
     roles = operand_roles(opcode, k)
-    values = {name: _field_value(name, token, roles.get(name, Role.IMMEDIATE), statement, labels)
+    values = {name: _field_value(name, token, roles.get(name, Role.IMMEDIATE), statement, labels, config)
               for name, token in statement.fields.items()}
     return Resolved(statement, Word(accel_id=accel_id, **values), opcode, roles)
 

@@ -14,6 +14,7 @@ Errors name the file, line and dotted key path, e.g.::
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,11 +26,13 @@ import yaml
 
 from hts.isa import FIELDS, FIRST_RESERVED_ACCEL_ID, RESERVED_KEYNAMES
 
-from .errors import ConfigError, Location, display_path
+from .errors import ConfigError, HTSError, Location, display_path, shown
+from .files import CONFIG_BYTES, load_yaml, read_text
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
-    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "load_config", "parse_config", "bits_for", "with_value", "with_values",
+    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "MAX_PROGRAM_WORDS", "load_config", "parse_config", "bits_for",
+    "with_value", "with_values",
     "config_yaml",
 ]
 
@@ -39,6 +42,9 @@ __all__ = [
 DEFAULT_STEP_LIMIT = 200_000
 
 PRESETS = ("default", "tiny", "large", "inflight64")
+
+# The most instructions any configuration's program memory holds (hts.program_words).
+MAX_PROGRAM_WORDS = 1 << 16
 
 _KEYNAME = re.compile(r"[a-z_][a-z0-9_]*\Z")
 
@@ -78,14 +84,14 @@ class AcceleratorClass:
 
     def validate(self, key: str):
         if not _KEYNAME.match(self.name):
-            raise _InvalidValue(f"{key}.name", f"{self.name!r} is not a keyname (lower-case letters, digits, _)")
+            raise _InvalidValue(f"{key}.name", f"{shown(repr(self.name))} is not a keyname (lower-case letters, digits, _)")
         if self.name in RESERVED_KEYNAMES:
             raise _InvalidValue(f"{key}.name", f"{self.name!r} is reserved for the scheduler's own instructions")
 
 
 @dataclass(frozen=True)
 class SchedulerConfig:
-    program_words: int = param(1024, lo=1, hi=1 << 16, doc="program memory of one process, in instructions")
+    program_words: int = param(1024, lo=1, hi=MAX_PROGRAM_WORDS, doc="program memory of one process, in instructions")
     queue_depth: int = param(4, lo=1, hi=1024, doc="task queue entries per process")
     window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
     rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
@@ -203,50 +209,10 @@ class _InvalidValue(Exception):
         self.key, self.message = key, message
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """A configuration needs no anchors: refusing aliases keeps an alias bomb (or a
-    self-referencing alias) from taking the machine's memory and time."""
-
-    def compose_node(self, parent, index):
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(None, None, "aliases (*name) are not accepted in a configuration",
-                                              event.start_mark)
-        return super().compose_node(parent, index)
-
-
 def _yaml_with_marks(text: str, filename: str) -> tuple[Any, dict[str, Location]]:
     """Parse YAML, returning the data and the location of every key path."""
-    loader = _NoAliasLoader(text)
-    try:
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = Location(filename, mark.line + 1, mark.column + 1) if mark else Location(filename)
-        raise ConfigError("", f"not valid YAML: {getattr(err, 'problem', err)}", where) from None
-    finally:
-        loader.dispose()
-    marks: dict[str, Location] = {}
-
-    def walk(node, path):
-        marks[path] = Location(filename, node.start_mark.line + 1, node.start_mark.column + 1)
-        if isinstance(node, yaml.MappingNode):
-            seen = set()
-            for key_node, value_node in node.value:
-                key = f"{path}.{key_node.value}" if path else str(key_node.value)
-                if key_node.value in seen:
-                    raise ConfigError(key, "given twice", Location(
-                        filename, key_node.start_mark.line + 1, key_node.start_mark.column + 1))
-                seen.add(key_node.value)
-                walk(value_node, key)
-        elif isinstance(node, yaml.SequenceNode):
-            for index, item in enumerate(node.value):
-                walk(item, f"{path}[{index}]")
-
-    if node is not None:
-        walk(node, "")
-    return data, marks
+    document = load_yaml(text, filename, "configuration", error=ConfigError)
+    return document.data, document.marks
 
 
 def _type_name(annotation: str) -> str:
@@ -265,7 +231,7 @@ def _check_value(key: str, value, spec: dataclasses.Field):
     else:  # pragma: no cover - a new field type needs a branch above
         raise TypeError(f"no validation for field type {annotation}")
     if not ok:
-        raise _InvalidValue(key, f"must be {_type_name(annotation)}, got {value!r}")
+        raise _InvalidValue(key, f"must be {_type_name(annotation)}, got {shown(repr(value))}")
     lo, hi = spec.metadata["lo"], spec.metadata["hi"]
     if lo is not None and value < lo:
         raise _InvalidValue(key, f"must be >= {lo}, got {value}")
@@ -394,12 +360,12 @@ def load_config(spec: str | Path | None = None) -> SystemConfig:
         return parse_config(text, f"<preset {spec}>")
     path = Path(spec)
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ConfigError("", f"no such configuration file or preset (presets: {', '.join(PRESETS)})",
-                          Location(display_path(path))) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ConfigError("", f"cannot read configuration: {err}", Location(display_path(path))) from None
+        text = read_text(path, CONFIG_BYTES, "configuration file")
+    except HTSError as err:
+        if not os.path.lexists(path):
+            raise ConfigError("", f"no such configuration file or preset (presets: {', '.join(PRESETS)})",
+                              err.location) from None
+        raise ConfigError("", err.message, err.location) from None
     return parse_config(text, display_path(path))
 
 
@@ -446,7 +412,15 @@ def with_values(config: SystemConfig, values: dict[str, Any]) -> SystemConfig:
     for key, value in values.items():
         _set_key(raw, key, value)
     changes = ", ".join(f"{key}={value}" for key, value in values.items())
-    return parse_config(yaml.safe_dump(raw), f"{config.source} with {changes}")
+    return parse_config(yaml.dump(raw, Dumper=_PlainDumper), f"{config.source} with {shown(changes, 200)}")
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """Writes a value set in several places (``accelerators.count`` sets every class) out
+    in full each time: the loader refuses aliases."""
+
+    def ignore_aliases(self, data):
+        return True
 
 
 def _set_key(raw: dict, key: str, value):
@@ -465,7 +439,7 @@ def _set_accelerator_field(accelerators: list[dict], key: str, name: str, value)
     class_name, _, field = name.rpartition(".")
     chosen = [acc for acc in accelerators if not class_name or acc["name"] == class_name]
     if not chosen:
-        raise ConfigError(key, f"no accelerator class {class_name!r} (classes: "
+        raise ConfigError(key, f"no accelerator class {shown(repr(class_name))} (classes: "
                                f"{', '.join(acc['name'] for acc in accelerators)})")
     for acc in chosen:
         acc[field] = value

@@ -3,16 +3,14 @@ progress and failure lines."""
 
 import argparse
 import sys
-from pathlib import Path
 
 from hts.base.arguments import Role, add_argument
 from hts.base.config import PRESETS, load_config
-from hts.base.errors import HTSError
 from hts.base.output import atomic_path
 from hts.base.progress import to_stderr
 
 __all__ = ["add_config", "add_rtl_accelerator", "positive_int", "nonnegative_int", "positive_float", "int_list",
-           "system", "load_programs", "read_text", "to_stderr", "report_faults", "print_outcome_failure",
+           "system", "load_programs", "to_stderr", "report_faults", "print_outcome_failure",
            "write_events", "rtl_flags"]
 
 _CONFIG_HELP = f"system configuration: a preset ({', '.join(PRESETS)}) or a YAML file (default: default)"
@@ -72,13 +70,6 @@ def system(spec):
 def load_programs(paths: list[str], config):
     from hts.assembler import load_program
     return [load_program(path, config) for path in paths]
-
-
-def read_text(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as error:
-        raise HTSError(f"{path}: {error.strerror}") from None
 
 
 def report_faults(faults) -> int:

@@ -41,9 +41,9 @@ def _add_disasm_arguments(parser):
 
 
 def run_disasm(args) -> int:
-    from hts.assembler import check_image, disassemble, read_image
+    from hts.assembler import disassemble, load_image
     config = system(args.config)
-    print("\n".join(disassemble(check_image(read_image(args.image), config), config)))
+    print("\n".join(disassemble(load_image(args.image, config), config)))
     return 0
 
 
@@ -52,7 +52,8 @@ ASM = Command(
     description="Assemble PROG (assembly source) into a program image. The output format follows the suffix: "
                 ".hex is one 32-hex-digit word per line ($readmemh), .bin is 16 little-endian bytes per "
                 "instruction. On any error nothing is written and the errors are printed as file:line:col: "
-                "message.",
+                "message. A source is UTF-8 text of at most 512 bytes per instruction of program memory "
+                "(hts.program_words), or 1 MiB if that is more.",
     add_arguments=_add_asm_arguments, run=run_asm, more_files=_default_image)
 
 DISASM = Command(

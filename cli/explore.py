@@ -9,9 +9,10 @@ from pathlib import Path
 
 from hts.base.arguments import Files, Role, add_argument
 from hts.base.errors import HTSError
+from hts.flows.explore import MAX_POINTS
 from hts.flows.fanout import add_arguments as add_fanout_arguments
 
-from .arguments import add_config, nonnegative_int, read_text, system, to_stderr
+from .arguments import add_config, nonnegative_int, positive_int, system, to_stderr
 from .command import Command
 
 MAX_RANDOM_PROGRAMS = 10_000      # hts explore --random
@@ -36,8 +37,11 @@ def _add_arguments(parser):
                       "accelerators.CLASS.FIELD for one")
     add_argument(parser, Role.INPUT, "--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     parser.add_argument("--random", type=_random_program_count, default=0, metavar="N",
-                        help="also N random programs of one process (hts.cosim.progen, seeds 0 to N-1, three items "
-                             "in ten a speculated loop), named random/SEED")
+                        help=f"also N random programs of one process (hts.cosim.progen, seeds 0 to N-1, three items "
+                             f"in ten a speculated loop), named random/SEED; at most {MAX_RANDOM_PROGRAMS:,}")
+    parser.add_argument("--max-points", type=positive_int, default=MAX_POINTS, metavar="N",
+                        help=f"refuse a sweep of more than N points, values multiplied by programs, before running "
+                             f"any (default {MAX_POINTS:,})")
     parser.add_argument("--synth", action="store_true", help="also synthesize each configuration (LUT4 sites, Fmax)")
     add_fanout_arguments(parser)
     parser.add_argument("--within", type=float, default=5.0, metavar="PCT",
@@ -84,27 +88,34 @@ def _write_files(args, keys, header, rows, failed):
 
 def _sweep_programs(args) -> Files:
     """The programs a sweep file lists are inputs too."""
+    from hts.assembler import source_limit
     from hts.flows.explore import load_sweep
     if not args.sweep:
         return Files()
     folder = Path(args.sweep).parent
-    return Files(inputs=[str(folder / name) for name in load_sweep(args.sweep).programs])
+    listed = load_sweep(args.sweep, source_limit(system(args.config))).programs
+    return Files(inputs=[str(folder / name) for name in listed])
 
 
 def run(args) -> int:
-    from hts.flows.explore import COLUMNS, SYNTH_COLUMNS, SweepSpec, explore, load_sweep, parse_key, pareto_front, \
-        points, random_programs
+    from hts.assembler import source_limit
+    from hts.base.files import read_text
+    from hts.flows.explore import COLUMNS, SYNTH_COLUMNS, SweepSpec, check_point_count, combined, explore, \
+        load_sweep, pareto_front, parse_keys, points, random_programs
     from hts.flows.plots import plot_explore
     base = system(args.config)
-    spec = load_sweep(args.sweep) if args.sweep else SweepSpec({}, {})
-    keys = {**spec.keys, **dict(parse_key(text) for text in args.key or [])}
-    programs = {**spec.programs, **{path: read_text(path) for path in args.programs},
-                **random_programs(base, args.random)}
-    if not keys or not programs:
+    limit = source_limit(base)
+    spec = combined(load_sweep(args.sweep, limit) if args.sweep else SweepSpec({}, {}), parse_keys(args.key or []))
+    keys = spec.keys
+    listed = {**spec.programs, **{path: read_text(path, limit, "program") for path in args.programs}}
+    if not keys or not (listed or args.random):
         raise HTSError("hts explore needs at least one --key (or a --sweep file with keys) and one program "
                        "(or --random N)")
-    result = explore(points(base, SweepSpec(keys, programs), args.synth), args.scheduler, args.workers,
-                     progress=to_stderr)
+    # Counted before a random program or a configuration is made: a few ranges multiply to millions.
+    check_point_count(keys, len(listed) + args.random, args.max_points)
+    programs = {**listed, **random_programs(base, args.random)}
+    result = explore(points(base, combined(spec, SweepSpec({}, programs)), args.synth, args.max_points),
+                     args.scheduler, args.workers, progress=to_stderr)
     columns = ["point", *COLUMNS, *(SYNTH_COLUMNS if args.synth else ())]
     rows = [{"point": o.point.label(), **dict(o.point.values), **o.row} for o in result.outcomes if o.row]
     failed = [o for o in result.outcomes if o.error]

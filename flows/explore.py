@@ -19,6 +19,7 @@ Workers receive configurations and program text, never paths: they need no share
 import hashlib
 import itertools
 import json
+import math
 import platform
 import random
 from collections.abc import Callable
@@ -26,23 +27,30 @@ from dataclasses import dataclass, field
 from importlib import metadata, resources
 from pathlib import Path
 
-import yaml
-
 from hts.base.caches import cache_folder, writable_cache
-from hts.base.config import SystemConfig, with_value
-from hts.base.errors import HTSError
+from hts.base.config import SystemConfig, with_values
+from hts.base.errors import ConfigError, HTSError, Location, display_path, shown
+from hts.base.files import PROGRAM_MIN_BYTES, SWEEP_BYTES, load_yaml, read_bytes, read_text
 from hts.base.output import atomic_path
 from hts.cosim.progen import random_program
 
 from .fanout import fan_out
 
-__all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "synth_jobs", "run_job", "parse_key", "load_sweep", "points", "explore",
+__all__ = ["Point", "SweepSpec", "ModelJob", "SynthJob", "synth_jobs", "run_job", "parse_key", "parse_keys", "combined",
+           "load_sweep", "points", "point_count", "check_point_count", "MAX_POINTS", "explore",
            "cheapest_within", "pareto_front", "cache_root", "random_programs", "COLUMNS", "SYNTH_COLUMNS"]
 
 #: The columns of the table, the CSV and the JSON rows, in order (synthesis ones only with ``synth``).
 COLUMNS = ("program", "cycles", "naive_cycles", "speedup", "utilization", "tasks")
 SYNTH_COLUMNS = ("lut_sites", "ffs", "brams", "fmax_mhz", "wall_us")
 
+
+#: Points a sweep may have unless told otherwise (``hts explore --max-points``): each is a
+#: configuration and a model run held in memory, and one Dask task.
+MAX_POINTS = 10_000
+
+# A value on the command line longer than this is no value of any key.
+_LONGEST_NUMBER = 64
 
 # Three items in ten a speculated branch over a loop (hts.cosim.progen): far more speculation
 # than the fuzzer's one in twenty, so that speculative outputs queue for TLB entries.
@@ -58,9 +66,23 @@ def random_programs(config: SystemConfig, count: int) -> dict[str, str]:
 @dataclass(frozen=True)
 class SweepSpec:
     """What to sweep: ``keys`` maps ``section.name`` to its values; ``programs`` maps a
-    program's name to its assembly text."""
+    program's name to its assembly text. ``origins`` says where each key's values were
+    given (a sweep file's line for each value, or the ``--key`` option), so that a value the
+    configuration refuses is named there."""
     keys: dict[str, tuple]
     programs: dict[str, str]
+    origins: dict[str, tuple[Location, ...]] = field(default_factory=dict)
+
+    def origin(self, key: str, index: int) -> Location | None:
+        where = self.origins.get(key, ())
+        return where[index] if index < len(where) else (where[-1] if where else None)
+
+
+def combined(*specs: SweepSpec) -> SweepSpec:
+    """The specs together, a later one's keys and programs replacing an earlier one's."""
+    return SweepSpec({key: values for spec in specs for key, values in spec.keys.items()},
+                     {name: text for spec in specs for name, text in spec.programs.items()},
+                     {key: where for spec in specs for key, where in spec.origins.items()})
 
 
 @dataclass(frozen=True)
@@ -79,63 +101,126 @@ def parse_key(spec: str, where: str = "--key") -> tuple[str, tuple]:
     """``hts.window=4,8,16`` or ``hts.window=4..16`` (powers of two from 4 to 16)."""
     key, equals, values = spec.partition("=")
     if not equals or "." not in key or not values:
-        raise HTSError(f"{where} {spec!r}: expected section.name=v1,v2,... or section.name=lo..hi")
+        raise HTSError(f"{where} {shown(spec, 80)}: expected section.name=v1,v2,... or section.name=lo..hi")
     if ".." in values:
         low, _, high = values.partition("..")
         low, high = _number(low, spec, where), _number(high, spec, where)
-        if low < 1 or high < low:
-            raise HTSError(f"{where} {spec!r}: lo..hi needs 1 <= lo <= hi")
+        if not isinstance(low, int) or not isinstance(high, int) or low < 1 or high < low:
+            raise HTSError(f"{where} {shown(spec, 80)}: lo..hi needs integers 1 <= lo <= hi")
         return key, tuple(1 << k for k in range(low.bit_length() - 1, high.bit_length()) if low <= 1 << k <= high)
     return key, tuple(_number(value, spec, where) for value in values.split(","))
 
 
+def parse_keys(specs: list[str]) -> SweepSpec:
+    """The ``--key`` options as a sweep of no programs, each value's origin the option."""
+    keys, origins = {}, {}
+    for text in specs:
+        key, values = parse_key(text)
+        keys[key], origins[key] = values, (Location(f"--key {shown(text, 80)}"),)
+    return SweepSpec(keys, {}, origins)
+
+
 def _number(text: str, spec: str, where: str):
+    if len(text) > _LONGEST_NUMBER:
+        raise HTSError(f"{where} {shown(spec, 80)}: {shown(text)} is longer than any value needs")
     try:
         return int(text)
     except ValueError:
         try:
             return float(text)
         except ValueError:
-            raise HTSError(f"{where} {spec!r}: {text!r} is not a number") from None
+            raise HTSError(f"{where} {shown(spec, 80)}: {shown(text)} is not a number") from None
 
 
-def load_sweep(path: str | Path) -> SweepSpec:
+def load_sweep(path: str | Path, program_limit: int = PROGRAM_MIN_BYTES) -> SweepSpec:
     """A YAML sweep file: ``keys: {section.name: [values]}`` and ``programs: [files]``
-    (relative to the file)."""
+    (relative to the file), each program read within ``program_limit`` bytes. Every error
+    names the file's line."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
-        raise HTSError(f"{path}: {error}") from None
-    if not isinstance(raw, dict) or not isinstance(raw.get("keys"), dict):
-        raise HTSError(f"{path}: a sweep file needs a 'keys' mapping of section.name to a list of values")
-    keys = {}
+    document = load_yaml(read_text(path, SWEEP_BYTES, "sweep file"), display_path(path), "sweep file")
+    raw = document.data
+    if not isinstance(raw, dict) or not isinstance(raw.get("keys"), dict) or not raw["keys"]:
+        where = document.where("keys" if isinstance(raw, dict) and "keys" in raw else "")
+        raise HTSError("a sweep file needs a 'keys' mapping of section.name to a list of values", where)
+    unknown = [name for name in raw if name not in ("keys", "programs")]
+    if unknown:
+        raise HTSError(f"{shown(unknown[0])}: unknown key (known: keys, programs)", document.where(str(unknown[0])))
+    keys, origins = {}, {}
     for key, values in raw["keys"].items():
-        if not isinstance(values, list) or not values or "." not in str(key):
-            raise HTSError(f"{path}: keys.{key}: expected section.name with a non-empty list of values")
-        keys[str(key)] = tuple(values)
+        name = f"keys.{key}"
+        if not isinstance(key, str) or "." not in key:
+            raise HTSError(f"keys: {shown(key)}: expected section.name (hts.window), accelerators.FIELD or "
+                           "accelerators.CLASS.FIELD", document.where(name))
+        if not isinstance(values, list) or not values:
+            raise HTSError(f"keys.{shown(key)}: expected a non-empty list of values", document.where(name))
+        keys[key] = tuple(values)
+        origins[key] = tuple(document.where(f"{name}[{index}]") for index in range(len(values)))
+    listed = [] if raw.get("programs") is None else raw["programs"]
+    if not isinstance(listed, list) or not all(isinstance(name, str) and name for name in listed):
+        bad = next((index for index, name in enumerate(listed) if not isinstance(name, str) or not name), None) \
+            if isinstance(listed, list) else None
+        raise HTSError("programs: expected a list of program files (paths relative to the sweep file)",
+                       document.where("programs" if bad is None else f"programs[{bad}]"))
     programs = {}
-    for name in raw.get("programs") or []:
-        program = path.parent / name
+    for index, name in enumerate(listed):
         try:
-            programs[str(name)] = program.read_text()
-        except OSError as error:
-            raise HTSError(f"{path}: programs: {error}") from None
-    return SweepSpec(keys, programs)
+            programs[name] = read_text(path.parent / name, program_limit, "program")
+        except HTSError as error:
+            if error.location is None or error.location.line is not None:
+                raise                                   # in the program: at its own line
+            raise HTSError(f"programs[{index}]: {error}", document.where(f"programs[{index}]")) from None
+    return SweepSpec(keys, programs, origins)
 
 
-def points(base: SystemConfig, spec: SweepSpec, synth: bool) -> list[Point]:
-    """Every combination of the swept values, for every program; a bad value is the user's
-    error, named with its key."""
-    combos = list(itertools.product(*spec.keys.values()))
+def point_count(keys: dict[str, tuple], programs: int) -> int:
+    """The points a sweep has: every combination of the values, on every program."""
+    return math.prod(len(values) for values in keys.values()) * programs
+
+
+def check_point_count(keys: dict[str, tuple], programs: int, max_points: int = MAX_POINTS):
+    """Refuse, before anything is built, a sweep of more than ``max_points`` points."""
+    count = point_count(keys, programs)
+    if count > max_points:
+        sizes = " x ".join(f"{len(values)} {key.rpartition('.')[2]}" for key, values in keys.items())
+        raise HTSError(f"{count:,} points ({sizes} x {programs} program{'s' * (programs != 1)}) are more than "
+                       f"the {max_points:,} allowed: sweep fewer values, or raise the cap with --max-points N")
+
+
+def points(base: SystemConfig, spec: SweepSpec, synth: bool, max_points: int = MAX_POINTS) -> list[Point]:
+    """Every combination of the swept values, for every program; at most ``max_points`` of
+    them, counted before any is built. A value the configuration refuses is the user's
+    error, named where it was given (:attr:`SweepSpec.origins`)."""
+    check_point_count(spec.keys, len(spec.programs), max_points)
     out = []
-    for combo in combos:
-        config = base
-        for key, value in zip(spec.keys, combo):
-            config = with_value(config, key, value)
-        values = tuple(zip(spec.keys, combo))
+    for indices in itertools.product(*(range(len(values)) for values in spec.keys.values())):
+        values = tuple((key, spec.keys[key][index]) for key, index in zip(spec.keys, indices))
+        try:
+            config = with_values(base, dict(values))
+        except ConfigError as error:
+            raise _named_at_origin(error, spec, values, indices) from None
         out += [Point(values, config, name, text, synth) for name, text in spec.programs.items()]
     return out
+
+
+def _named_at_origin(error: ConfigError, spec: SweepSpec, values: tuple, indices: tuple) -> HTSError:
+    """``error`` of a point's configuration, at the swept value it concerns (or, when it
+    concerns several, the first), naming the point when more than one key is swept."""
+    swept = list(spec.keys)
+    concerned = next((position for position, key in enumerate(swept) if _config_key_matches(error.key, key)), 0)
+    key, value = values[concerned]
+    where = spec.origin(key, indices[concerned]) or Location(f"{key}={shown(value)}")
+    point = " (at " + ", ".join(f"{key}={shown(value)}" for key, value in values) + ")" if len(values) > 1 else ""
+    return HTSError(f"{error.message}{point}", where)
+
+
+def _config_key_matches(config_key: str, swept: str) -> bool:
+    """Whether an error at ``config_key`` (``accelerators[2].count``) is about the swept
+    ``swept`` (``accelerators.count``, ``accelerators.fft_256.count`` or ``hts.window``)."""
+    if config_key == swept:
+        return True
+    section, _, field_name = swept.partition(".")
+    return section == "accelerators" and config_key.startswith("accelerators[") and \
+        config_key.endswith("." + field_name.rpartition(".")[2])
 
 
 # ---- the jobs: a model run per point, a synthesis per configuration -----------------------
@@ -194,15 +279,6 @@ CACHE_VARIABLE = "HTS_EXPLORE_CACHE"
 
 def cache_root() -> Path:
     return cache_folder(CACHE_VARIABLE, Path.home() / ".cache" / "hts-explore")
-
-
-def _cached(path: Path) -> dict | None:
-    """A finished job's figures from the cache, or None: a file that cannot be read or
-    parsed (cut off by hand, or from another tool) is a job to run again."""
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _package_digest(*packages: str) -> str:
@@ -301,9 +377,8 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
     keys = {job: job.key if isinstance(job, SynthJob) else job.key(code) for job in jobs}
     results, errors = {}, {}
     for job in jobs:
-        cached = _cached(cache_root() / f"{keys[job]}.json")
-        if cached is not None:
-            results[job] = cached
+        if (row := _cached(cache_root() / f"{keys[job]}.json")) is not None:
+            results[job] = row
     todo = [job for job in jobs if job not in results]
     progress(f"[explore] {len(all_points)} points, {len(jobs)} jobs ({len(unique)} syntheses): "
              f"{len(jobs) - len(todo)} reused from the cache ({cache_root()}), {len(todo)} to run")
@@ -318,6 +393,20 @@ def explore(all_points: list[Point], scheduler_address: str | None = None, worke
         outcomes.append(Outcome(point, row, "; ".join(failed) or None,
                                 all(part in results and part not in todo for part in parts)))
     return ExploreResult(outcomes, len(jobs), len(jobs) - len(todo))
+
+
+# A cached row is a few hundred bytes; anything much larger is not one.
+_CACHED_ROW_BYTES = 1 << 16
+
+
+def _cached(path: Path) -> dict | None:
+    """The row cached at ``path``, or None when there is none, or none that can be read (cut
+    short, changed by hand, not a row): that job runs again and its row replaces it."""
+    try:
+        row = json.loads(read_bytes(path, _CACHED_ROW_BYTES, "cached row"))
+    except (HTSError, ValueError):
+        return None
+    return row if isinstance(row, dict) else None
 
 
 def _row(point: Point, model: dict, synthesis: dict | None = None) -> dict:

@@ -38,6 +38,7 @@ from pathlib import Path
 
 from hts.base.config import load_config
 from hts.base.errors import HTSError, Location, display_path
+from hts.base.files import PAGE_BYTES, read_text
 from hts.base.output import all_or_none, atomic_path
 
 __all__ = ["Table", "TABLES", "Block", "Run", "parse_blocks", "replace_blocks", "heading", "measured_date",
@@ -162,10 +163,7 @@ def measured_date(content: str) -> str | None:
 
 def read_page(path: Path) -> tuple[str, list[Block]]:
     """The page's text and marked tables; a page without any is refused (it is not a results page)."""
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise HTSError(f"cannot read: {err.strerror}", Location(display_path(path))) from None
+    text = read_text(path, PAGE_BYTES, "results page")
     blocks = parse_blocks(text, path)
     if not blocks:
         raise HTSError("no <!-- results:NAME --> markers: not a results page, nothing to rewrite",

@@ -7,7 +7,7 @@ Each class of the configuration is bound to a function of ``hts.models.dsp`` (it
 import hashlib
 
 from hts.base.config import SystemConfig
-from hts.base.errors import ConfigError
+from hts.base.errors import ConfigError, shown
 
 from . import dsp
 from .memory import Memory
@@ -21,7 +21,7 @@ class AcceleratorFunctions:
         for index, acc in enumerate(config.accelerators):
             if acc.computes not in dsp.FUNCTIONS:
                 key = f"accelerators[{index}].function"
-                raise ConfigError(key, f"no accelerator function '{acc.computes}' (known: "
+                raise ConfigError(key, f"no accelerator function '{shown(acc.computes)}' (known: "
                                        f"{', '.join(dsp.FUNCTIONS)})", config.location_of(key))
             self._by_id[acc.id] = dsp.FUNCTIONS[acc.computes]
 

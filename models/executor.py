@@ -76,7 +76,8 @@ class StepCounter:
             span = f" (lines {lines[low]}..{lines[high]})" if lines[low] is not None else ""
             raise HTSError(f"process {self.pid} executed {self.limit} instructions without ending; the last "
                            f"{len(self.recent)} ran at pc {low}..{high}{span}: a loop that never exits? "
-                           "(--max-steps raises the limit)", Location(self.program.source))
+                           f"(hts run --max-steps N sets the limit; other commands stop at {DEFAULT_STEP_LIMIT:,})",
+                           Location(self.program.source))
 
 
 def _after_matching_lend(program: Program, pc: int) -> int:

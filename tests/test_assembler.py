@@ -8,7 +8,7 @@ from hypothesis import given, settings
 
 from hts.assembler import assemble, disassemble, read_image, write_image
 from hts.base.config import with_values
-from hts.base.errors import SourceError
+from hts.base.errors import HTSError, SourceError
 from hts.isa import Word
 
 from program_text import program_sources
@@ -206,7 +206,7 @@ def test_a_huge_number_is_refused_briefly(default_config, token):
         assemble(f"real_fir {token} 1 40 1 0 0 0 0", default_config, "big.s")
     message = str(info.value)
     assert "big.s:1:10:" in message and "is too long for field A" in message
-    assert f"({len(token)} characters)" in message and len(message) < 200
+    assert f"({len(token):,} characters)" in message and len(message) < 200
 
 
 def test_an_oversized_source_is_refused_before_it_is_read(default_config, tmp_path):
@@ -215,18 +215,83 @@ def test_an_oversized_source_is_refused_before_it_is_read(default_config, tmp_pa
     limit = source_limit(default_config)
     path = tmp_path / "huge.s"
     path.write_text(";" * (limit + 1))
-    with pytest.raises(SourceError, match=rf"huge\.s: source of {limit + 1:,} characters is longer"):
+    with pytest.raises(HTSError, match=rf"huge\.s: the source is larger than {limit:,} bytes, its limit "
+                                       r"\(512 per instruction of program memory, hts\.program_words = 1024"):
         assemble_file(path, default_config)
+    path.write_text(";" * limit)
+    assert len(assemble_file(path, default_config)) == 0
     with pytest.raises(SourceError, match="is longer than any program"):
         assemble(";" * (limit + 1), default_config, "text.s")
 
 
 @pytest.mark.parametrize("suffix", [".hex", ".bin"])
-def test_an_oversized_image_is_refused_before_it_is_read(default_config, tmp_path, monkeypatch, suffix):
-    from hts.assembler import image, load_program, source_limit
+def test_an_oversized_image_is_refused_unread(default_config, tmp_path, monkeypatch, suffix):
+    """Issue 49: the limit is checked on the bytes read, at most one past it, not on st_size."""
+    import os
+    from hts.assembler import load_program, source_limit
     path = tmp_path / f"huge{suffix}"
     with open(path, "wb") as out:             # sparse: no disk or time to write it
         out.truncate(source_limit(default_config) + 16)
-    monkeypatch.setattr(image.Path, "read_bytes", lambda self: pytest.fail("the image was read"))
-    with pytest.raises(SourceError, match=rf"huge\{suffix}: image of [\d,]+ bytes is larger than any program"):
+    read = []
+    real_read = os.read
+    monkeypatch.setattr(os, "read", lambda fd, n: read.append(n) or real_read(fd, n))
+    with pytest.raises(HTSError, match=rf"huge\{suffix}: the image is larger than [\d,]+ bytes, its limit"):
         load_program(path, default_config)
+    assert sum(read) <= source_limit(default_config) + 1
+
+
+@pytest.mark.parametrize("line,col,register", [
+    ("add 4 r300 5 0 5 0 0 0001", 7, "r300"),                    # B is 8 bits: a ValueError traceback
+    ("mov 58 0 r70000 0 1 0 0 0001", 10, "r70000"),              # C is 16 bits
+    ("mov 58 0 r" + "1" * 5000 + " 0 1 0 0 0001", 10, "r" + "1" * 40 + "... (5,000 characters)"),
+    ("mov 58 0 r300 0 1 0 0 0001", 10, "r300"),                  # fits the field: the checker's error
+])
+def test_a_register_past_its_field_is_an_error_at_its_column(default_config, line, col, register):
+    """Issue 49: r300 in an 8-bit field, r70000 in a 16-bit one and a register of 5,000
+    digits were tracebacks (``does not fit in 8 bits``, ``Exceeds the limit (4300 digits)``)."""
+    with pytest.raises(SourceError) as info:
+        assemble(line, default_config, "regs.s")
+    assert str(info.value) == f"regs.s:1:{col}: register {register} does not exist (hts.gprs = 16)"
+
+
+def test_a_source_that_is_not_utf8_is_named_at_its_line_and_column(default_config, tmp_path):
+    """Issue 49: the error gave a byte offset (``position 29``), not a line."""
+    from hts.assembler import assemble_file
+    path = tmp_path / "latin1.s"
+    path.write_bytes(b"mov 58 0 2 0 1 0 0 0001\r\nmov 58 0 2 0 1 0 0 0001 ; caf\xe9\n")
+    with pytest.raises(HTSError) as info:
+        assemble_file(path, default_config)
+    assert str(info.value).endswith("latin1.s:2:30: not UTF-8 text: the byte 0xe9 cannot start or continue a "
+                                    "character")
+
+
+@pytest.mark.parametrize("text,shown_as", [
+    ("mov\ufeff 58 0 2 0 1 0 0 0001", "'mov\\ufeff'"),
+    ("mov 5\x008 0 2 0 1 0 0 0001", "'5\\x008'"),
+    ("mov 58 0 2 0 1 0 0 00\x1b[31m01", "'00\\x1b[31m01'"),
+    ("\x1b[2J: mov 58 0 2 0 1 0 0 0001", "label '\\x1b[2J' must"),
+    ("real_fir 10 1 40 1 0 0 0 0\nx" + "\x07" * 500 + ": mov 58 0 2 0 1 0 0 0001", "'x" + "\\x07" * 39 + "...'"),
+])
+def test_invisible_characters_of_a_source_are_escaped_in_errors(default_config, text, shown_as):
+    """Issue 49: a BOM, a NUL or a terminal escape in a token was echoed raw."""
+    with pytest.raises(SourceError) as info:
+        assemble(text, default_config, "ctl.s")
+    message = str(info.value)
+    assert shown_as.rstrip(".'") in message and message.isprintable() and len(message) < 300
+
+
+def test_a_leading_byte_order_mark_is_no_part_of_the_source(default_config, tmp_path):
+    from hts.assembler import assemble_file
+    path = tmp_path / "bom.s"
+    path.write_bytes(b"\xef\xbb\xbfmov 58 0 2 0 1 0 0 0001\n")
+    assert len(assemble_file(path, default_config)) == 1
+
+
+def test_disasm_reads_an_image_within_the_limit(default_config, tmp_path):
+    """Issue 49: ``hts disasm`` read an image of any size whole."""
+    from hts.assembler import load_image, source_limit
+    path = tmp_path / "huge.bin"
+    with open(path, "wb") as out:
+        out.truncate(source_limit(default_config) + 16)
+    with pytest.raises(HTSError, match=r"huge\.bin: the image is larger than 1,048,576 bytes"):
+        load_image(path, default_config)

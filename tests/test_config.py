@@ -204,3 +204,69 @@ def test_with_values_sets_several_keys_and_validates_them_together():
     assert with_values(tiny, {}) == tiny
     with pytest.raises(ConfigError, match="hts.window: must be >= 1"):
         with_values(tiny, {"hts.window": 0, "memory.blocks": 100})
+
+
+# ---- issue 49: bounded reads, one loader, clear errors -------------------------------------
+
+def test_a_configuration_nested_5000_deep_is_an_error_at_its_line(tmp_path):
+    """Issue 49: ``hts run PROG -c deep.yaml`` and ``hts config -c deep.yaml`` were
+    RecursionError tracebacks."""
+    path = tmp_path / "deep.yaml"
+    path.write_text("hts:\n  window: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"deep\.yaml:2:41: not valid YAML: nested deeper than 32 levels"):
+        load_config(path)
+
+
+def test_an_alias_bomb_of_400_bytes_is_refused_quickly(tmp_path):
+    import time
+    from test_files import ALIAS_BOMB
+    path = tmp_path / "bomb.yaml"
+    path.write_text(MINIMAL + ALIAS_BOMB)
+    start = time.perf_counter()
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert time.perf_counter() - start < 0.5 and len(info.value.message) < 200
+    assert (info.value.location.line, info.value.location.col) == (4, 8)
+    assert info.value.message.startswith("not valid YAML: aliases (*name) are not accepted: a configuration "
+                                         "needs none")
+
+
+def test_a_configuration_past_its_size_limit_is_refused(tmp_path):
+    from hts.base import files
+    path = tmp_path / "big.yaml"
+    path.write_text(MINIMAL + "#" * (files.CONFIG_BYTES - len(MINIMAL)))
+    assert load_config(path).accelerators[0].name == "fft_256"
+    path.write_text(MINIMAL + "#" * (files.CONFIG_BYTES - len(MINIMAL) + 1))
+    with pytest.raises(ConfigError, match=rf"big\.yaml: the configuration file is larger than {files.CONFIG_BYTES:,} "
+                                          "bytes"):
+        load_config(path)
+
+
+@pytest.mark.parametrize("value,fragment", [
+    ("1" + "0" * 5000, "not valid YAML: a number of 5,001 characters"),       # a ValueError traceback
+    ("1" + "0" * 300, "not valid YAML: a number of 301 characters"),          # echoed in full
+    ("2001-02-30", "not valid YAML: 2001-02-30: day is out of range for month"),
+    ('"\\x1b[31mred\\u202e"', r"must be an integer, got '\x1b[31mred\u202e'"),
+    ('"' + "x" * 5000 + '"', "must be an integer, got 'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx... (5,002 characters)"),
+])
+def test_values_are_refused_briefly_and_printably(value, fragment):
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL + f"hts: {{window: {value}}}\n", "v.yaml")
+    assert str(info.value).startswith("v.yaml:3:15: ") and fragment in str(info.value)
+    assert len(str(info.value)) < 200 and str(info.value).isprintable()
+
+
+def test_keys_are_shown_escaped():
+    with pytest.raises(ConfigError) as info:
+        parse_config(MINIMAL + 'hts: {"bo\\x1bgus\\0": 1}\n', "k.yaml")
+    assert str(info.value).startswith("k.yaml:3:22: hts.bo\\x1bgus\\x00: unknown key")
+    with pytest.raises(ConfigError) as info:
+        with_value(load_config("tiny"), "accelerators.\x1b]0;x\x07.count", 2)
+    assert "no accelerator class '\\x1b]0;x\\x07'" in str(info.value) and str(info.value).isprintable()
+
+
+def test_a_value_set_on_every_class_is_written_without_aliases():
+    """``accelerators.count=[1]`` sets one list in every class; it is refused as a wrong
+    type, not as an alias of the internal file."""
+    with pytest.raises(ConfigError, match=r"accelerators\[0\]\.count: must be an integer, got \[1\]"):
+        with_value(load_config("tiny"), "accelerators.count", [1])

@@ -179,3 +179,123 @@ def test_random_programs_are_seeded_named_and_run_as_points(tmp_path):
     refused = subprocess.run([sys.executable, "-m", "hts", "explore", "--key", "hts.window=1", "--random", "10001"],
                              capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "--random: must be <= 10000" in refused.stderr
+
+
+# ---- issue 49: sweep files and programs read bounded, errors at the user's line ------------
+
+def _explore(*argv):
+    """``hts explore ARGV`` in this process: (exit status, stderr); a traceback fails the test."""
+    import contextlib
+    import io
+    from hts.cli import main
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        status = main(["explore", "--workers", "0", *map(str, argv)])
+    return status, err.getvalue()
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("keys:\n  hts.window: [4, 8]\nprograms: 5\n", "s.yaml:3:11: programs: expected a list of program files"),
+    ("keys:\n  hts.window: [4, 8]\nprograms: [5]\n", "s.yaml:3:12: programs: expected a list of program files"),
+    ("keys:\n  hts.window: [4, 8]\nprograms: [ok.s, {a: 1}]\n", "s.yaml:3:18: programs: expected a list"),
+    ("keys:\n  hts.window: 4\n", "s.yaml:2:15: keys.hts.window: expected a non-empty list of values"),
+    ("keys: [1]\n", "s.yaml:1:7: a sweep file needs a 'keys' mapping"),
+    ("- 1\n", "s.yaml:1:1: a sweep file needs a 'keys' mapping"),
+    ("keys:\n  7: [1]\n", "s.yaml:2:6: keys: 7: expected section.name"),
+    ("keys: {hts.window: [1]}\nprogams: [ok.s]\n", "s.yaml:2:10: progams: unknown key (known: keys, programs)"),
+    ("keys: {hts.window: [1]}\nprograms: [absent.s]\n", "s.yaml:2:12: programs[0]: absent.s: cannot read: no such"),
+    # A value the configuration refuses: at its line in the sweep file, not in an internal dump.
+    ("keys:\n  hts.window: [4, 8]\n  hts.rs_entries: [2,\n    0]\nprograms: [ok.s]\n",
+     "s.yaml:4:5: hts.rs_entries: must be >= 1, got 0 (at hts.window=4, hts.rs_entries=0)"),
+    ("keys:\n  accelerators.count: [1, 99]\nprograms: [ok.s]\n", "s.yaml:2:27: accelerators[0].count: must be <= 64"),
+    ("keys:\n  hts.bogus: [1]\nprograms: [ok.s]\n", "s.yaml:2:15: hts.bogus: unknown key"),
+    ("keys:\n  hts.window: [[1]]\nprograms: [ok.s]\n", "s.yaml:2:16: hts.window: must be an integer, got [1]"),
+    ("keys: {hts.window: [1]}  # caf\xe9\nprograms: [ok.s]\n", "s.yaml:1:31: not UTF-8 text"),
+    ("keys: {hts.window: [1]}\nprograms: [latin1.s]\n", "latin1.s:1:30: not UTF-8 text"),
+])
+def test_sweep_file_errors_name_its_line(tmp_path, monkeypatch, text, expected):
+    """Issue 49: ``programs: 5`` and non-UTF-8 files were tracebacks, and a refused value
+    was named at a line of an internal YAML dump (``<preset default> with ...:51:15``)."""
+    monkeypatch.chdir(tmp_path)
+    Path("ok.s").write_text(PROGRAM.read_text())
+    Path("latin1.s").write_bytes(b"mov 58 0 2 0 1 0 0 0001 ; caf\xe9\n")
+    Path("s.yaml").write_bytes(text.encode("latin-1"))
+    status, stderr = _explore("--sweep", "s.yaml")
+    assert status == 1 and stderr.startswith(expected), stderr
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["latin1.s", "--key", "hts.window=1"], "latin1.s:1:30: not UTF-8 text"),
+    (["ok.s", "--key", "hts.rs_entries=1,0"], "--key hts.rs_entries=1,0: hts.rs_entries: must be >= 1, got 0"),
+    (["ok.s", "--key", "hts.win\x1bdow=1"], "--key hts.win\\x1bdow=1: hts.win\\x1bdow: unknown key"),
+    (["ok.s", "--key", "hts.window=1..1e30"], "--key hts.window=1..1e30: lo..hi needs integers"),
+    (["ok.s", "--key", "hts.window=1..1" + "0" * 5000], "--key hts.window=1..100000000000000000000000000000000"),
+])
+def test_command_line_errors_name_the_option(tmp_path, monkeypatch, argv, expected):
+    monkeypatch.chdir(tmp_path)
+    Path("ok.s").write_text(PROGRAM.read_text())
+    Path("latin1.s").write_bytes(b"mov 58 0 2 0 1 0 0 0001 ; caf\xe9\n")
+    status, stderr = _explore(*argv)
+    assert status == 1 and stderr.startswith(expected) and len(stderr) < 400, stderr
+
+
+def test_an_alias_bomb_in_a_sweep_file_is_refused_quickly(tmp_path):
+    import time
+    from test_files import ALIAS_BOMB
+    path = tmp_path / "bomb.yaml"
+    path.write_text("keys: {hts.window: [1]}\n" + ALIAS_BOMB)
+    start = time.perf_counter()
+    status, stderr = _explore("--sweep", path)
+    assert status == 1 and time.perf_counter() - start < 1
+    assert "bomb.yaml:3:8: not valid YAML: aliases (*name) are not accepted: a sweep file needs none" in stderr
+    assert len(stderr) < 300
+
+
+def test_a_sweep_file_past_its_size_limit_is_refused(tmp_path):
+    from hts.base.files import SWEEP_BYTES
+    path = tmp_path / "big.yaml"
+    path.write_text("keys: {hts.window: [1]}\n" + "#" * SWEEP_BYTES)
+    status, stderr = _explore("--sweep", path, "--random", "1")
+    assert status == 1 and f"big.yaml: the sweep file is larger than {SWEEP_BYTES:,} bytes" in stderr
+
+
+def test_the_points_are_counted_and_capped_before_any_is_built(monkeypatch):
+    """Issue 49: six --key ranges made 1.8 M points, and nothing was printed for a minute
+    while memory grew."""
+    import time
+    from hts.flows import explore as module
+    monkeypatch.setattr(module, "random_programs", lambda *args: pytest.fail("programs made before the count"))
+    monkeypatch.setattr(module, "with_values", lambda *args: pytest.fail("configurations made before the count"))
+    ranges = ["hts.window=1..256", "hts.rs_entries=1..256", "hts.tracker_entries=1..1024", "hts.tlb_entries=1..1024",
+              "hts.queue_depth=1..1024", "hts.spec_ids=1..32"]
+    start = time.perf_counter()
+    status, stderr = _explore(*(arg for key in ranges for arg in ("--key", key)), "--random", "3")
+    assert status == 1 and time.perf_counter() - start < 2
+    assert stderr == ("1,940,598 points (9 window x 9 rs_entries x 11 tracker_entries x 11 tlb_entries x 11 "
+                      "queue_depth x 6 spec_ids x 3 programs) are more than the 10,000 allowed: sweep fewer "
+                      "values, or raise the cap with --max-points N\n")
+    with pytest.raises(HTSError, match="2 points .* are more than the 1 allowed"):
+        points(load_config("tiny"), SweepSpec({"hts.window": (1, 2)}, {"a": "", }), synth=False, max_points=1)
+
+
+def test_max_points_raises_the_cap(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    Path("ok.s").write_text(PROGRAM.read_text())
+    status, stderr = _explore("ok.s", "--key", "hts.window=1,2,4", "--max-points", "2", "-c", "tiny")
+    assert status == 1 and "3 points (3 window x 1 program) are more than the 2 allowed" in stderr
+    assert len(points(load_config("tiny"), SweepSpec({"hts.window": (1, 2, 4)}, {"ok": ""}), synth=False,
+                      max_points=3)) == 3
+
+
+@pytest.mark.parametrize("damage", [b'{"cycles": ', b"[1]\n", b"\xff\xfe", b"{" * 100_000])
+def test_a_damaged_cache_entry_is_run_again(tmp_path, damage):
+    """Issue 49, found beside it: a cache entry cut short or changed by hand was a
+    JSONDecodeError or TypeError traceback on every later run."""
+    program = (Path(__file__).resolve().parents[1] / "examples" / "paper_independent.s").read_text()
+    sweep = points(load_config("tiny"), SweepSpec({"hts.window": (1,)}, {"p": program}), synth=False)
+    first = explore(sweep, workers=0, progress=lambda line: None)
+    (entry,) = (tmp_path / "cache").iterdir()
+    entry.write_bytes(damage)
+    again = explore(sweep, workers=0, progress=lambda line: None)
+    assert again.jobs_reused == 0 and again.outcomes[0].row == first.outcomes[0].row
+    assert {"program": "p", **json.loads(entry.read_text())} == first.outcomes[0].row

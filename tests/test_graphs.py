@@ -107,7 +107,7 @@ def test_missing_graphml_is_an_error(tmp_path):
     with pytest.raises(HTSError, match="absent.graphml: cannot read"):
         read_graphml(tmp_path / "absent.graphml")
     (tmp_path / "folder.graphml").mkdir()
-    with pytest.raises(HTSError, match="folder.graphml: cannot read: Is a directory"):
+    with pytest.raises(HTSError, match="folder.graphml: cannot read: a directory, not a regular file"):
         read_graphml(tmp_path / "folder.graphml")
 
 

@@ -5,12 +5,15 @@ attribute per accelerator class, ``cost_<class>``; ``kind`` and the edges' ``com
 stored as they are, and the graph's ``name`` as a graph attribute.
 """
 
+import io
 from pathlib import Path
 from xml.etree.ElementTree import ParseError
 
 import networkx as nx
 
-from hts.base.errors import HTSError, Location, display_path
+from hts.base.errors import Location, display_path
+from hts.base.errors import shown as shown_value
+from hts.base.files import GRAPH_BYTES, read_bytes
 from hts.base.output import atomic_path
 
 from .taskgraph import GraphError, TaskGraph
@@ -49,14 +52,11 @@ def _task_attributes(attributes: dict) -> dict:
 def read_graphml(path: str | Path) -> TaskGraph:
     """The task graph in a GraphML file; errors name the file."""
     shown = display_path(path)
+    data = read_bytes(path, GRAPH_BYTES, "task graph")
     try:
-        raw = nx.read_graphml(path)
-    except FileNotFoundError:
-        raise HTSError("cannot read: no such file", Location(shown)) from None
-    except OSError as err:
-        raise HTSError(f"cannot read: {err.strerror or err}", Location(shown)) from None
+        raw = nx.read_graphml(io.BytesIO(data))
     except (ParseError, nx.NetworkXError, ValueError, KeyError) as err:
-        raise GraphError(f"not a valid GraphML file: {err}", Location(shown)) from None
+        raise GraphError(f"not a valid GraphML file: {shown_value(str(err), 200)}", Location(shown)) from None
     if not raw.is_directed() or raw.is_multigraph():
         raise GraphError("a task graph must be a directed graph without parallel edges "
                          "(edgedefault=\"directed\")", Location(shown))
