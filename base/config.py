@@ -31,7 +31,8 @@ from .files import CONFIG_BYTES, load_yaml, read_text
 
 __all__ = [
     "MemoryConfig", "AcceleratorClass", "SchedulerConfig", "TimingConfig", "SystemConfig", "Window",
-    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "MAX_PROGRAM_WORDS", "load_config", "parse_config", "bits_for",
+    "Widths", "PRESETS", "DEFAULT_STEP_LIMIT", "MAX_STEP_LIMIT", "MAX_INSTANCES", "MAX_PROGRAM_WORDS", "load_config",
+    "parse_config", "bits_for",
     "with_value", "with_values",
     "config_yaml",
 ]
@@ -40,6 +41,10 @@ __all__ = [
 # loop that never exits stops within seconds on the cycle model, far above what any
 # benchmark or example executes.
 DEFAULT_STEP_LIMIT = 200_000
+# The most ``--max-steps`` may raise it to: minutes on the cycle model.
+MAX_STEP_LIMIT = 10_000_000
+# Instances of one accelerator class.
+MAX_INSTANCES = 64
 
 PRESETS = ("default", "tiny", "large", "inflight64")
 
@@ -73,7 +78,7 @@ class MemoryConfig:
 class AcceleratorClass:
     name: str = param(doc="assembly keyname of the class, e.g. fft_256")
     latency: int = param(lo=1, hi=(1 << 32) - 1, doc="cycles one task occupies an instance")
-    count: int = param(1, lo=1, hi=64, doc="instances of the class")
+    count: int = param(1, lo=1, hi=MAX_INSTANCES, doc="instances of the class")
     id: int | None = param(None, lo=0, hi=FIRST_RESERVED_ACCEL_ID - 1,
                            doc="accelerator ID in instructions (auto-assigned when absent)")
     function: str | None = param(None, doc="function it computes, from hts.models.dsp (default: its name)")

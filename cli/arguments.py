@@ -6,10 +6,12 @@ import sys
 
 from hts.base.arguments import Role, add_argument
 from hts.base.config import PRESETS, load_config
+from hts.base.errors import shown
 from hts.base.output import atomic_path
 from hts.base.progress import to_stderr
 
-__all__ = ["add_config", "add_rtl_accelerator", "positive_int", "nonnegative_int", "positive_float", "int_list",
+__all__ = ["add_config", "add_rtl_accelerator", "int_in", "positive_int", "nonnegative_int", "positive_float",
+           "int_list",
            "system", "load_programs", "to_stderr", "report_faults", "print_outcome_failure",
            "write_events", "rtl_flags"]
 
@@ -25,38 +27,52 @@ def add_rtl_accelerator(parser: argparse.ArgumentParser):
                       "model (repeatable; cores exist for vector_add classes: hts.hdl.hls; a build of its own)")
 
 
-def positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
-    return value
+# The largest value a count or a seed may take where nothing smaller bounds it: far past any
+# use, and short of the sizes at which Python's integers or NumPy's seeds stop being cheap.
+MAX_COUNT = 2**63 - 1
+# Seconds, megahertz: a float past this is a typo.
+MAX_FLOAT = 1e6
 
 
-def nonnegative_int(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
-    return value
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got '{shown(text)}'") from None
+
+
+def int_in(low: int, high: int = MAX_COUNT):
+    """An argument type: an integer from ``low`` to ``high``."""
+    def integer(text: str) -> int:
+        value = _integer(text)
+        if not low <= value <= high:
+            top = "2^63 - 1" if high == MAX_COUNT else f"{high:,}"
+            raise argparse.ArgumentTypeError(f"must be {low:,} to {top}, got {shown(text)}")
+        return value
+    return integer
+
+
+positive_int, nonnegative_int = int_in(1), int_in(0)
 
 
 def positive_float(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be > 0, got {text}")
+        raise argparse.ArgumentTypeError(f"expected a number, got '{shown(text)}'") from None
+    if not 0 < value <= MAX_FLOAT:
+        raise argparse.ArgumentTypeError(f"must be > 0 and at most {MAX_FLOAT:,.0f}, got {shown(text)}")
     return value
 
 
-def int_list(text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError("expected integers >= 1")
-    return values
+def int_list(high: int):
+    """An argument type: comma-separated integers from 1 to ``high``."""
+    def integers(text: str) -> list[int]:
+        values = [_integer(part) for part in text.split(",") if part.strip()]
+        if not values or not all(1 <= value <= high for value in values):
+            raise argparse.ArgumentTypeError(f"expected integers from 1 to {high:,}, got '{shown(text)}'")
+        return values
+    return integers
 
 
 def system(spec):

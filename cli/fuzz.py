@@ -6,16 +6,21 @@ import sys
 from hts.base.arguments import Role, add_argument
 from hts.flows.fanout import add_arguments as add_fanout_arguments
 
-from .arguments import add_rtl_accelerator, positive_int, print_outcome_failure, to_stderr
+from .arguments import MAX_COUNT, add_rtl_accelerator, int_in, print_outcome_failure, to_stderr
 from .command import Command
+
+# A soak of this many seeds runs for weeks on this machine.
+MAX_SEEDS = 10_000_000
 
 
 def _add_arguments(parser):
     from hts.cosim.fuzz import SYSTEMS
-    parser.add_argument("--seeds", type=positive_int, default=100, help="how many seeds (default 100)")
-    parser.add_argument("--first", type=int, default=0, help="first seed (default 0)")
+    parser.add_argument("--seeds", type=int_in(1, MAX_SEEDS), default=100,
+                        help=f"how many seeds (default 100, at most {MAX_SEEDS:,})")
+    parser.add_argument("--first", type=int_in(-MAX_COUNT - 1, MAX_COUNT), default=0, help="first seed (default 0)")
     parser.add_argument("--system", choices=SYSTEMS, default="small", help="fuzz system (default small)")
-    parser.add_argument("--batch", type=positive_int, default=100, help="seeds per simulator process (default 100)")
+    parser.add_argument("--batch", type=int_in(1, MAX_SEEDS), default=100,
+                        help="seeds per simulator process (default 100)")
     parser.add_argument("--axi", action="store_true",
                         help="load, start and end every run through the AXI4-Lite control registers "
                              "(as hts cosim --axi)")

@@ -6,7 +6,8 @@ from pathlib import Path
 from hts.base.arguments import Role, add_argument
 from hts.base.errors import HTSError
 
-from .arguments import add_config, positive_int, system, to_stderr
+from .arguments import add_config, int_in, system, to_stderr
+from .fuzz import MAX_SEEDS
 from .command import Command
 
 
@@ -17,7 +18,8 @@ def _add_arguments(parser):
                  help="run only this mutant (repeatable)")
     parser.add_argument("--check", action="append", choices=CHECKS, help="run only this check (repeatable, in order)")
     parser.add_argument("--every-check", action="store_true", help="run every check on every mutant")
-    parser.add_argument("--fuzz-seeds", type=positive_int, default=50, help="random programs per mutant (default 50)")
+    parser.add_argument("--fuzz-seeds", type=int_in(1, MAX_SEEDS), default=50,
+                        help="random programs per mutant (default 50)")
     add_argument(parser, Role.INPUT_DIRECTORY, "--tests", metavar="DIR",
                  help="the tests/ folder of a clone (default ./tests)")
     add_argument(parser, Role.OUTPUT, "--json", metavar="FILE", help="write the matrix as JSON")

@@ -1,10 +1,10 @@
 """``hts run``: programs on a scheduler model."""
 
 from hts.base.arguments import Role, add_argument
-from hts.base.config import DEFAULT_STEP_LIMIT
+from hts.base.config import DEFAULT_STEP_LIMIT, MAX_STEP_LIMIT
 from hts.base.errors import HTSError
 
-from .arguments import add_config, load_programs, nonnegative_int, positive_int, report_faults, system
+from .arguments import add_config, int_in, load_programs, nonnegative_int, report_faults, system
 from .command import Command
 
 
@@ -24,9 +24,9 @@ def _add_arguments(parser):
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--seed", type=nonnegative_int, default=0,
                         help="seed of the initial memory contents (default 0)")
-    parser.add_argument("--max-steps", type=positive_int, default=DEFAULT_STEP_LIMIT,
+    parser.add_argument("--max-steps", type=int_in(1, MAX_STEP_LIMIT), default=DEFAULT_STEP_LIMIT,
                         help="give up once a process has executed this many instructions, on every scheduler "
-                             f"(default {DEFAULT_STEP_LIMIT:,})")
+                             f"(default {DEFAULT_STEP_LIMIT:,}, at most {MAX_STEP_LIMIT:,})")
     parser.add_argument("--coverage", action="store_true",
                         help="print the functional coverage of the run (hits per bin; under \"coverage\" with "
                              "--json)")

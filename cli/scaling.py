@@ -5,15 +5,20 @@ import sys
 from pathlib import Path
 
 from hts.base.arguments import Role, add_argument
+from hts.base.config import MAX_INSTANCES
 
 from .arguments import add_config, int_list, system
 from .command import Command
 
+# Bands of the audio compression: its loop count is a 16-bit field.
+MAX_BANDS = 0xFFFF
+
 
 def _add_arguments(parser):
     add_config(parser)
-    parser.add_argument("--bands", type=int_list, default=[4, 8, 16, 32], help="band counts (default 4,8,16,32)")
-    parser.add_argument("--instances", type=int_list, default=[1, 2, 3, 4, 6, 8],
+    parser.add_argument("--bands", type=int_list(MAX_BANDS), default=[4, 8, 16, 32],
+                        help="band counts (default 4,8,16,32)")
+    parser.add_argument("--instances", type=int_list(MAX_INSTANCES), default=[1, 2, 3, 4, 6, 8],
                         help="instances per function (default 1,2,3,4,6,8)")
     parser.add_argument("--taken", action="store_true", help="make the branch taken (frequency domain, FFTs)")
     parser.add_argument("--scheduler", choices=("hts", "hts-nospec", "runtime"), default="hts")

@@ -13,13 +13,15 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from hts.base.arguments import Role, add_argument
-from hts.base.errors import HTSError
+from hts.base.errors import HTSError, shown
 from hts.base.processes import on_stop
 
-__all__ = ["fan_out", "client_for", "add_arguments", "CONNECT_TIMEOUT_S"]
+__all__ = ["fan_out", "client_for", "add_arguments", "CONNECT_TIMEOUT_S", "MAX_WORKERS"]
 
 # How long connecting to a --scheduler may take (Dask's default is 30 s).
 CONNECT_TIMEOUT_S = 5
+# Worker processes of a LocalCluster on this machine: more would only take turns on its cores.
+MAX_WORKERS = 64
 
 
 def add_arguments(parser: argparse.ArgumentParser):
@@ -27,13 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser):
     add_argument(parser, Role.NO_FILE, "--scheduler", metavar="tcp://HOST:PORT",
                  help="run the tasks on an existing dask.distributed scheduler (default: a LocalCluster here)")
     parser.add_argument("--workers", type=_worker_count, default=2,
-                        help="LocalCluster worker processes (default 2; 0: no cluster, one task after another here)")
+                        help=f"LocalCluster worker processes (default 2, at most {MAX_WORKERS}; 0: no cluster, one "
+                             "task after another here)")
 
 
 def _worker_count(text: str) -> int:
     value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    if not 0 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"must be 0 to {MAX_WORKERS}, got {shown(text)}")
     return value
 
 

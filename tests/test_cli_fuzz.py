@@ -71,14 +71,16 @@ def _write_files(folder: Path) -> None:
     assert cli.main(["asm", "p.s", "-o", "p.hex"]) == 0
 
 
-INPUTS = ["p.s", "p.hex", "cfg.yaml", "sweep.yaml", "bad_sweep.yaml", "garbage.s", "registers.s", "empty.s",
-          "bomb.yaml", "deep.yaml", "bom_nul.s", "latin1.s", "latin1.yaml", "dir", "fifo", "zero", "missing.s"]
-# New names, existing inputs, a folder, a folder that does not exist, a FIFO.
-OUTPUTS = ["out.json", "out.png", "out.v", "out.hex", "dir/out.txt", "p.s", "cfg.yaml", "sweep.yaml", "dir",
-           "nodir/out.json", "fifo", "zero"]
+# The valid files come up more often, so that commands get past their inputs to their outputs.
+VALID = ["p.s", "p.hex", "cfg.yaml", "sweep.yaml"]
+INPUTS = [*VALID * 3, "bad_sweep.yaml", "garbage.s", "registers.s", "empty.s", "bomb.yaml", "deep.yaml",
+          "bom_nul.s", "latin1.s", "latin1.yaml", "dir", "fifo", "zero", "missing.s"]
+# New names; the inputs, often; a folder, a folder that does not exist, a FIFO, a device.
+OUTPUTS = ["out.json", "out.png", "out.v", "out.hex", "dir/out.txt", *VALID * 2, "dir", "nodir/out.json", "fifo",
+           "zero"]
 TEXTS = ["hts.window=4,8", "hts.window=2..8", "nosuch.key=1", "hts.window=", "x", "", "\x00\x1b", "r" + "9" * 300,
          "tcp://127.0.0.1:1", "tracker", "cdb", "vector_add", "bogus"]
-NUMBERS = ["0", "1", "2", "3", "-1", "x", "1.5", "9" * 30, "1,2", ""]
+NUMBERS = ["1", "2", "3"] * 3 + ["0", "-1", "x", "1.5", "9" * 30, "1,2", ""]
 
 
 # ---- command lines -----------------------------------------------------------------
@@ -109,7 +111,8 @@ def _argument(action: argparse.Action):
     flag = action.option_strings[0] if action.option_strings else None
     if action.nargs == 0:
         return st.sampled_from([[], [flag]])
-    count = {None: (1, 1), "?": (0, 1), "*": (0, 2), "+": (1, 2)}.get(action.nargs, (1, 1))
+    # One program mostly: the presets run one process.
+    count = {None: (1, 1), "?": (0, 1), "*": (0, 1), "+": (1, 1)}.get(action.nargs, (1, 1))
     values = st.lists(_value(action), min_size=count[0], max_size=count[1])
     if flag is None:
         return values
@@ -121,17 +124,30 @@ def _argument(action: argparse.Action):
     return st.one_of(st.just([]), one) if optional else one
 
 
+def _values_of(words: list[str], action: argparse.Action) -> list[int]:
+    """Where in ``words`` (one argument's) its values are."""
+    return list(range(1 if action.option_strings else 0, len(words)))
+
+
 @st.composite
 def command_lines(draw):
     parsers = _subparsers()
     name = draw(st.sampled_from(sorted(parsers)))
-    words = [name]
+    words, inputs, outputs = [name], [], []
     for action in parsers[name]._actions:
         if isinstance(action, argparse._HelpAction):
             continue
-        words += draw(_argument(action))
+        mine = draw(_argument(action))
+        at = [len(words) + index for index in _values_of(mine, action)]
+        if role_of(action) in (Role.INPUT, Role.CONFIGURATION):
+            inputs += at
+        elif role_of(action) is Role.OUTPUT:
+            outputs += at
+        words += mine
+    if inputs and outputs and draw(st.booleans()):      # the attack: an output onto an input of its own
+        words[draw(st.sampled_from(outputs))] = words[draw(st.sampled_from(inputs))]
     if draw(st.integers(0, 9)) == 0:           # now and then, a word out of place
-        words.insert(draw(st.integers(0, len(words))), draw(st.sampled_from(["--bogus", "-", "--", "x"])))
+        words.insert(draw(st.integers(1, len(words))), draw(st.sampled_from(["--bogus", "-", "--", "x"])))
     return words
 
 
@@ -196,9 +212,10 @@ class Engines:
             except HTSError as error:
                 yield item, None, str(error)
 
-    def bench(self, cases, scheduler_address=None, workers=2, progress=print):
+    def run_case(self, case):
         self.maybe_fail()
-        return [{"benchmark": "stand-in", "naive": 2, "hts": 1, "memory_matches_sequential": True}], []
+        return {"benchmark": case.name, "naive": 4, "runtime": 3, "hts-nospec": 2, "hts": 1, "sequential": 4,
+                "naive_over_hts": 4.0, "memory_matches_sequential": True}
 
     def scaling(self, config, program, bands, instances, scheduler):
         self.maybe_fail()
@@ -225,11 +242,11 @@ class Engines:
 
 def _install(monkeypatch, engines: Engines):
     from hts.cosim import fuzz, run
-    from hts.flows import bench, fanout, mutate, plots, prove, soc_top, synth
+    from hts.flows import bench, explore, fanout, mutate, plots, prove, soc_top, synth
     from hts.models import report
     for module, names in ((synth, ["write_verilog", "synthesize"]), (soc_top, ["write_soc_top"]),
                           (run, ["cosimulate"]), (fuzz, ["run_batch"]), (fanout, ["fan_out"]),
-                          (bench, ["bench"]), (report, ["scaling", "reference_schedules"]), (prove, ["prove"]),
+                          (bench, ["run_case", "fan_out"]), (explore, ["fan_out"]), (report, ["scaling", "reference_schedules"]), (prove, ["prove"]),
                           (mutate, ["kill_matrix"])):
         for name in names:
             monkeypatch.setattr(module, name, getattr(engines, name))
@@ -250,20 +267,17 @@ def _snapshot(folder: Path) -> dict[str, str]:
     return files
 
 
-def _declared_outputs(argv: list[str], folder: Path) -> set[str]:
-    """The outputs the command line names, as paths relative to ``folder``."""
+def _declared_files(argv: list[str], folder: Path) -> tuple[set[str], set[str]]:
+    """The inputs and the outputs the command line names, as paths relative to ``folder``."""
     try:
         args = cli.build_parser().parse_args(argv)
         files = args.files(args)
     except (SystemExit, HTSError):
-        return set()
-    named = set()
-    for path in files.outputs:
-        named.add(os.path.relpath(os.path.abspath(path), folder))
-    for directory in files.output_directories:
-        root = Path(directory)
-        named.add(os.path.relpath(os.path.abspath(root), folder))
-    return named
+        return set(), set()
+
+    def relative(paths):
+        return {os.path.relpath(os.path.abspath(path), folder) for path in paths}
+    return relative(files.inputs), relative(files.outputs + files.output_directories)
 
 
 def _under(path: str, outputs: set[str]) -> bool:
@@ -308,7 +322,7 @@ def check_promises(argv, fail, template: Path, monkeypatch, capsys):
         patch.chdir(folder)
         patch.setattr(tempfile, "tempdir", str(scratch))
         before = _snapshot(folder)
-        outputs = _declared_outputs(argv, folder)
+        inputs, outputs = _declared_files(argv, folder)
         _install(patch, Engines(fail))
         with _spy_on_all_or_none(patch) as ran, _no_hang(argv):
             status = cli.main(argv)           # promise 1: any exception fails the test here
@@ -319,6 +333,7 @@ def check_promises(argv, fail, template: Path, monkeypatch, capsys):
         assert "Traceback" not in err, context
         changed = [path for path in before if path not in after or after[path] != before[path]]
         new = [path for path in after if path not in before]
+        assert [path for path in changed if path in inputs] == [], context                       # 2
         if ran["to_the_end"]:
             assert [path for path in changed + new if not _under(path, outputs)] == [], context  # 2, 3
         else:
