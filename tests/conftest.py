@@ -22,6 +22,14 @@ def tiny_config():
     return preset("tiny")
 
 
+@pytest.fixture(scope="session")
+def warm_tiny_build():
+    """The Verilator build of tiny in the co-simulation cache: built now if it is not there
+    (minutes, once); the folder."""
+    from hts.cosim.run import build
+    return build(preset("tiny"), progress=lambda line: None)
+
+
 # Every tier but the unit tier is a marker a test carries (pyproject.toml lists them).
 TIERS = ("slow", "rtl", "system", "cosim", "formal", "synth")
 

@@ -301,17 +301,13 @@ def test_a_damaged_explore_cache_entry_is_run_again(tmp_path, monkeypatch):
 # ---- a real build, damaged (cosim tier: one Verilator build) -----------------------------------
 
 @pytest.mark.cosim
-def test_a_damaged_cached_simulator_is_rebuilt_and_the_run_matches(tmp_path):
+def test_a_damaged_cached_simulator_is_rebuilt_and_the_run_matches(tmp_path, warm_tiny_build):
     """The warm build of tiny, linked into a cache of its own with a stamp of an earlier
     release (no digest) and its simulator zeroed: the run finds it does not start, builds
     it again, and matches."""
-    config = load_config("tiny")
-    key = build_key(config, False)
-    warm = cosim_run.cache_root() / key
-    if not is_built(warm):
-        pytest.skip(f"no warm build of tiny in {warm}")
+    key = warm_tiny_build.name
     cache = tmp_path / "cache"
-    shutil.copytree(warm, cache / key, copy_function=os.link)           # hard links: cheap; never written through
+    shutil.copytree(warm_tiny_build, cache / key, copy_function=os.link)           # hard links: cheap; never written through
     (cache / key / CLOCKED).unlink()
     (cache / key / CLOCKED).write_bytes(b"\0" * 4096)
     (cache / key / CLOCKED).chmod(0o755)

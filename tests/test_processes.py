@@ -299,12 +299,11 @@ PROGRAM = str(EXAMPLES / "paper_independent.s")
     0.8, 1.5, 2.2,
     lambda run: run.running_a("hts_cosim_clocked"),           # the simulator, writing into its scratch
 ], ids=["0.8s", "1.5s", "2.2s", "simulator"])
-def test_sigterm_during_hts_cosim_leaves_nothing(tmp_path, when):
-    from hts.base.config import load_config
-    from hts.cosim.run import build_key, cache_root, is_built
+def test_sigterm_during_hts_cosim_leaves_nothing(tmp_path, when, warm_tiny_build):
+    from hts.cosim.run import is_built
     run = Stopped(tmp_path, "cosim", "-c", "tiny", PROGRAM, when=when)
     run.check()
-    assert is_built(cache_root() / build_key(load_config("tiny"), False))
+    assert is_built(warm_tiny_build)
 
 
 # hts fuzz --seeds 8 --batch 2 takes some 10 s here: a LocalCluster of two worker
