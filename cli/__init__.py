@@ -60,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _StdoutToQuitter:
+class _QuietOnBrokenPipe:
     """``sys.stdout`` that, once its reader has gone (a broken pipe), drops what is printed
     instead of raising, and points the descriptor at /dev/null for the final flush."""
 
@@ -95,7 +95,7 @@ class _StdoutToQuitter:
 
 @contextmanager
 def _quiet_when_the_reader_leaves():
-    stdout, sys.stdout = sys.stdout, _StdoutToQuitter(sys.stdout)
+    stdout, sys.stdout = sys.stdout, _QuietOnBrokenPipe(sys.stdout)
     try:
         yield
     finally:
