@@ -181,12 +181,12 @@ class Engines:
         _write(output, "module hts_axi_top; endmodule\n")
         return []
 
-    def synthesize(self, config, block, target="ecp5", freq=100.0, place=True):
+    def synthesize(self, config, block, target="ecp5", freq_mhz=100.0, progress=None, place=True):
         self.maybe_fail()
         return {"block": block, "module": f"hts_{block}", "config": config.source, "device": "LFE5U-85F",
                 "target": target, "luts": 1, "carry_cells": 0, "lut_rams": 0, "lut_sites": 1, "ffs": 1,
                 "brams": 0, "dsps": 0, "placed": False, "fits": True, "fmax_mhz": None,
-                "fmax_constraint_mhz": freq, "logic_levels": {"histogram": {1: 1}, "by_block": {block: {1: 1}},
+                "fmax_constraint_mhz": freq_mhz, "logic_levels": {"histogram": {1: 1}, "by_block": {block: {1: 1}},
                                                               "deep_routes": {"from_levels": 1, "routes": {}}}}
 
     def outcome(self, name="stand-in", trace=None):
