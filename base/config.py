@@ -101,6 +101,8 @@ class SchedulerConfig:
     window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
     rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
     tracker_entries: int = param(16, lo=1, hi=1024, doc="memory tracker entries (in-flight output regions)")
+    tracker_lanes: int = param(8, lo=1, hi=1024, doc="tracker entries a search compares per cycle: a search "
+                               "takes ceil(tracker_entries / tracker_lanes) cycles")
     tlb_entries: int = param(8, lo=1, hi=1024, doc="Task Lookup Buffer entries (speculative region mappings)")
     tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
     gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")
@@ -112,6 +114,16 @@ class SchedulerConfig:
     spec_ids: int = param(4, lo=1, hi=32, doc="speculated branches unresolved at once (speculation IDs)")
     copyback_words_per_cycle: int = param(
         4, lo=1, hi=64, doc="words a memory port moves per cycle: copy-back, and an accelerator's write-back")
+
+    @property
+    def tracker_rows(self) -> int:
+        """Cycles of one tracker search: rows of ``tracker_lanes`` entries, the last row maybe short."""
+        return -(-self.tracker_entries // self.tracker_lanes)
+
+    @property
+    def search_lanes(self) -> int:
+        """Entries compared per cycle: ``tracker_lanes``, or every entry if there are fewer."""
+        return min(self.tracker_lanes, self.tracker_entries)
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from amaranth.hdl import Cat, Module, Signal
 
 from hts.hdl.branch_unit import BranchUnit
 from hts.hdl.interfaces import BranchKind
-from hts.hdl.primitives import index_set
+from hts.hdl.primitives import index_set, search_row
 
 from .harness import Harness, PropertyGroup, free_inputs
 
@@ -26,14 +26,15 @@ class BranchUnitHarness(Harness):
     """
 
     # Only memory branches are speculated, and one resolves ``timing.memory_latency + 1``
-    # cycles after its search (23 on tiny and small; the compare is registered). The base
+    # cycles after the last row of its search (23 on tiny and small; the compare is
+    # registered), ``tracker_rows`` cycles after its decode. The base
     # case spans reset, two nested speculated branches, the misprediction of the older, its
     # squash and the cycle after, so that a squash sparing a slot fails as a counterexample
     # from reset; the covers two cycles further.
-    GROUPS = (PropertyGroup("squash", "prove", lambda config: config.timing.memory_latency + 6,
-                            cover_depth=lambda config: config.timing.memory_latency + 8),)
+    GROUPS = (PropertyGroup("squash", "prove", lambda config: config.timing.memory_latency + 5 + config.hts.tracker_rows,
+                            cover_depth=lambda config: config.timing.memory_latency + 7 + config.hts.tracker_rows),)
     ASSUMPTIONS = ("alloc_takes_a_free_id", "stalled_process_decodes_no_branch", "rr_never_speculated",
-                   "alloc_mask_not_squashed", "alloc_in_range")
+                   "alloc_mask_not_squashed", "alloc_in_range", "memory_branch_waits_for_the_search")
 
     def build(self, m: Module):
         unit = m.submodules.branch_unit = BranchUnit(self.config)
@@ -42,7 +43,7 @@ class BranchUnitHarness(Harness):
         # so decode allocates nothing in that cycle, and retargets are tied off (a retarget
         # moves a slot's block, which the squash does not read; that no read under way is
         # retargeted rests on the copy-back engine, not modelled here).
-        free_inputs(m, unit, wired=(unit.retarget,))
+        free_inputs(m, unit, wired=(unit.retarget, unit.search_last))
         # Assigned after the free value of ``alloc``: the later assignment wins for the bit.
         m.d.comb += [unit.alloc.valid.eq(AnySeq(1) & self._running), unit.retarget.eq(0)]
         spec_ids, processes = self.config.hts.spec_ids, self.config.hts.processes
@@ -67,6 +68,12 @@ class BranchUnitHarness(Harness):
         # Decode numbers processes and IDs below their counts (tiny's one-bit fields could
         # hold one more).
         self.assume(m, "alloc_in_range", ~new.valid | ((new.pid < processes) & (~taking | (new.spec_id < spec_ids))))
+        # The tracker's row counter, restarted by each memory branch handed over; decode
+        # hands none over while a search goes on (Stall.SCAN).
+        searching = new.valid & (new.kind != BranchKind.RR)
+        _, last = search_row(m, searching, self.config.hts.tracker_rows, "tracker_row")
+        m.d.comb += unit.search_last.eq(last)
+        self.assume(m, "memory_branch_waits_for_the_search", ~searching | ~unit.searching_next)
 
         was_squash = Signal(spec_ids)
         m.d.sync += was_squash.eq(unit.squash)

@@ -1,4 +1,4 @@
-"""Formal harness of the enqueue stage (``hts.hdl.enqueue.Enqueue``): its squash."""
+"""Formal harness of the enqueue stage (``hts.hdl.enqueue.Enqueue``): its squash and its search."""
 
 from amaranth.hdl import Module, Mux, Signal
 
@@ -14,17 +14,20 @@ class EnqueueHarness(Harness):
     """The enqueue stage with decode, the tracker, the branch unit and the copy-back
     engine left free.
 
-    The stage holds the task decode handed over at the last edge for exactly one cycle.
-    A squash in that cycle must drop it (no ``append``) and report its tag in
-    ``squashed_tags``, which the top level releases. The task arriving at the edge of the
-    squash cycle is decode's, which never decodes under an ID being squashed
-    (``arrival_not_squashed``); with that, nothing under a squashed ID is held the cycle
-    after.
+    The stage holds the task decode handed over for the cycles of its tracker search, a
+    row a cycle; decode hands over none while the search goes on
+    (``arrival_waits_for_the_search``). A squash in any of them must drop it (no
+    ``append``) and report its tag in ``squashed_tags``, which the top level releases. The
+    task arriving at the edge of the squash cycle is decode's, which never decodes under an
+    ID being squashed (``arrival_not_squashed``); with that, nothing under a squashed ID is
+    held the cycle after. The task goes to the window in its last row's cycle, waiting for
+    no tag released at an edge of its search.
     """
 
     # The base case spans reset, an arrival, the squash of the held task and the cycle after.
-    GROUPS = (PropertyGroup("squash", "prove", 4),)
-    ASSUMPTIONS = ("arrival_not_squashed",)
+    GROUPS = (PropertyGroup("squash", "prove", 4),
+              PropertyGroup("search", "prove", lambda config: config.hts.tracker_rows + 2))
+    ASSUMPTIONS = ("arrival_not_squashed", "arrival_waits_for_the_search", "no_released_tag_found")
 
     def build(self, m: Module):
         stage = m.submodules.enqueue = Enqueue(self.config)
@@ -36,10 +39,12 @@ class EnqueueHarness(Harness):
         # never hold this process's IDs; so a task decoded now is under no ID squashed now.
         self.assume(m, "arrival_not_squashed",
                     ~stage.decoded.valid | ((stage.decoded.task.mask & squash) == 0))
+        self.assume(m, "arrival_waits_for_the_search", ~stage.decoded.valid | ~stage.searching_next)
 
         hit = Signal()
         m.d.comb += hit.eq(stage.occupied & (held.mask & squash).any())
-        self.check(m, "squash", "squashed_task_not_appended", stage.append == (stage.occupied & ~hit))
+        self.check(m, "squash", "squashed_task_not_appended",
+                   stage.append == (stage.occupied & ~stage.searching_next & ~hit))
         self.check(m, "squash", "squashed_tags_are_the_held_task",
                    stage.squashed_tags == Mux(hit, index_set([1], [held.tag], tags), 0))
         was_squash = Signal.like(squash)
@@ -51,3 +56,21 @@ class EnqueueHarness(Harness):
         if self.config.hts.spec_ids > 1:   # one ID cannot squash one task and spare another
             self.cover(m, "squash", "squash_spares_the_held_task",
                        stage.occupied & squash.any() & ~hit & held.mask.any())
+        self._search(m, stage, tags)
+
+    def _search(self, m: Module, stage: Enqueue, tags: int):
+        """What a search found and was released since is not waited for; the task stays until
+        the tracker's last row, and not past it."""
+        released_since = Signal(tags)       # tags released at an edge of the held task's search
+        m.d.sync += released_since.eq(Mux(stage.decoded.valid, 0, released_since | stage.release))
+        # A released tag is free, and no tag is allocated during a search (decode waits):
+        # the tracker finds none of them.
+        self.assume(m, "no_released_tag_found", (stage.depends & released_since) == 0)
+        self.check(m, "search", "released_tags_not_waited_for", (stage.held.waits & released_since) == 0)
+        if self.config.hts.tracker_rows > 1:
+            self.check(m, "search", "held_until_the_last_row",
+                       stage.searching_next == (stage.occupied & ~stage.search_last))
+            was_staying = Signal()
+            m.d.sync += was_staying.eq(stage.searching_next & ~stage.squashed_tags.any())
+            self.check(m, "search", "stays_while_the_search_goes_on", ~was_staying | stage.occupied)
+            self.cover(m, "search", "appended_after_a_row_before", stage.append & was_staying)

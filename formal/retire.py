@@ -57,14 +57,15 @@ class RetireHarness(Harness):
     only homes no older entry overlaps).
     """
 
-    # The base case spans reset, a start with an allocation, its producer's broadcast, the
-    # first cycle watched and the one after, so that a drained process allocating again
+    # The base case spans reset, a start with an allocation, its search's rows, its
+    # producer's broadcast, the first cycle watched and the one after, so that a drained process allocating again
     # fails as a counterexample from reset. The covers need an allocation, its producer's
     # broadcast and two copies of one block.
-    GROUPS = (PropertyGroup("bound", "prove", 5, cover_depth=lambda config: 8 + 2 * beats_per_block(config)),)
+    GROUPS = (PropertyGroup("bound", "prove", lambda config: 4 + config.hts.tracker_rows,
+                            cover_depth=lambda config: 7 + config.hts.tracker_rows + 2 * beats_per_block(config)),)
     ASSUMPTIONS = ("drained_stays", "drained_process_allocates_nothing", "alloc_needs_free_tag",
                    "release_only_in_flight", "tlb_alloc_only_with_room", "tlb_entry_with_its_producer",
-                   "tlb_homes_in_home_memory")
+                   "tlb_homes_in_home_memory", "no_allocation_during_a_search", "young_producer_searching")
 
     def build(self, m: Module):
         config = self.config
@@ -78,10 +79,13 @@ class RetireHarness(Harness):
         buffer = next(fragment.origins[0] for fragment, name, *_ in engine_fragment.subfragments if name == "buffer")
 
         released, stalled_on_tlb, start = Signal(config.hts.tracker_entries), Signal(), Signal(processes)
-        # The search the cycle after a TLB allocation takes the new home as its write
-        # query (``HTS._tracker_search``): the slot's ``touches`` column comes from it.
+        # The search that starts the cycle after a TLB allocation takes the new home as its
+        # write query while it goes on (``HTS._tracker_search``): the slot's ``touches``
+        # column comes from it, a row a cycle. Other searches leave the columns alone.
         speculative, new_home = Signal(), Signal.like(tlb.alloc_entry.home, reset_less=True)
-        m.d.sync += [speculative.eq(tlb.alloc), new_home.eq(tlb.alloc_entry.home)]
+        going_on = speculative & ~tracker.search_last
+        m.d.sync += [speculative.eq(tlb.alloc | going_on),
+                     new_home.eq(Mux(going_on, new_home, tlb.alloc_entry.home))]
         drained, active, retiring = Signal(processes), Signal(processes), Signal(processes)
         answered = Signal()                      # a TM read accepted last cycle
         m.d.comb += [released.eq(AnySeq(len(released))), stalled_on_tlb.eq(AnySeq(1)),
@@ -103,6 +107,9 @@ class RetireHarness(Harness):
             tracker.tlb_alloc.eq(tlb.alloc),
             tracker.tlb_alloc_slot.eq(tlb.alloc_slot),
             tracker.query_home.eq(speculative),
+            tracker.search_start.eq(tlb.alloc),
+            tracker.home_search_continues.eq(going_on),
+            tlb.home_search_continues.eq(going_on),
             tracker.query_writes.eq(Mux(speculative, new_home, AnySeq(tracker.query_writes.shape().size))),
             *(home.eq(entry.home) for home, entry in zip(tracker.tlb_homes, tlb.entries)),
             # The memory: always ready, a read answered in the next cycle.
@@ -116,6 +123,13 @@ class RetireHarness(Harness):
         for block in (tracker, tlb, engine):
             free_inputs(m, block, wired=[statement.lhs for statement in wired] + [tracker.tlb_homes])
         m.d.comb += wired
+        # Decode allocates nothing while a search goes on next cycle (Stall.SCAN), and the
+        # producer of the young slot, searching from the enqueue stage, is not released
+        # before its search ends (a squash ends the search with it).
+        self.assume(m, "no_allocation_during_a_search", ~(tlb.alloc | tracker.alloc) | ~going_on)
+        young_released = Cat(*(young & released.bit_select(entry.producer, 1)
+                               for young, entry in zip(tlb._young, tlb.entries)))
+        self.assume(m, "young_producer_searching", ~going_on | ~young_released.any())
         m.d.sync += answered.eq(engine.tm_port.read & engine.tm_port.ready)
         m.d.comb += retiring.eq(Cat(*(ends(active, drained, tracker, tlb, pid) for pid in range(processes))))
         m.d.sync += active.eq(active & ~retiring | start)

@@ -39,7 +39,8 @@ class TlbHarness(Harness):
     # The squash's base case spans reset, an allocation, its drop and the cycle after.
     GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("picks", "prove", 2),
               PropertyGroup("copy_back", "prove", 5), PropertyGroup("squash", "prove", 4))
-    ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released", "retarget_choice_gains_no_access")
+    ASSUMPTIONS = ("alloc_only_with_room", "new_producer_not_released", "retarget_choice_gains_no_access",
+                   "young_producer_searching")
 
     def build(self, m: Module):
         tlb = m.submodules.tlb = TaskLookupBuffer(self.config)
@@ -83,6 +84,11 @@ class TlbHarness(Harness):
         # A new entry's producer is the tag decode allocates in the same cycle, free in the
         # tracker; the tags released (broadcast, squashed, aborted) are all in flight.
         self.assume(m, "new_producer_not_released", ~tlb.alloc | ~tlb.broadcast.bit_select(tlb.alloc_entry.producer, 1))
+        # A slot stays young while its producer searches the tracker, from the enqueue
+        # stage: until the search ends the producer is neither done nor released.
+        young_released = Cat(*(tlb._young[slot] & tlb.broadcast.bit_select(entry.producer, 1)
+                               for slot, entry in enumerate(tlb.entries)))
+        self.assume(m, "young_producer_searching", ~tlb.home_search_continues | ~young_released.any())
 
         def in_flight_accesses(index):
             """The tags in flight whose reads or writes touch the home of slot ``index``."""
@@ -103,6 +109,9 @@ class TlbHarness(Harness):
         self.check(m, "copy_back", "copy_offer_is_valid",
                    ~tlb.copy_valid | tlb.valid.bit_select(tlb.copy_index, 1))
         self.check(m, "copy_back", "copy_offer_untouched", ~tlb.copy_valid | (copy_accesses == 0))
+        self.check(m, "copy_back", "young_entry_not_done",
+                   Cat(*(~(young & valid) | ~entry.producer_done
+                         for young, valid, entry in zip(tlb._young, tlb.valid, tlb.entries))).all())
         self.check(m, "copy_back", "copy_offer_not_allocated_last_cycle",
                    ~tlb.copy_valid | ~tlb._young.bit_select(tlb.copy_index, 1))
         self.check(m, "copy_back", "retarget_offer_is_valid",

@@ -4,7 +4,7 @@ RTL of ``hts.models.branch_unit`` (docs/microarchitecture.md, "Branches: the bra
 unit"). Decode owns the speculation-ID pool, the masks and the checkpoints.
 """
 
-from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Cat, Const, Module, Mux, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -66,8 +66,11 @@ class BranchUnit(wiring.Component):
     ----------
     alloc : In(branch_layout)
         From decode: the ``if`` decoded now, its block translated; it lands at the edge.
-    search_block, writers : Out (registered), In
-        The tracker search for last cycle's memory branch, and the tags writing its block.
+    search_block, writers, search_last : Out (registered), In, In
+        The tracker search for the memory branch decoded before, the tags of this cycle's
+        row writing its block, and whether the row is the last.
+    searching_next : Out
+        The search goes on next cycle (decode starts none).
     broadcast : In
         Tags released this cycle, cleared from every slot's ``waits`` at the edge.
     retarget, retarget_tm, retarget_home : In
@@ -97,9 +100,12 @@ class BranchUnit(wiring.Component):
         self._register_wait = 1 + OUTCOME_DELAY
         self._home_blocks = config.memory.blocks
         self._layout = slot_layout(config)
+        self._rows = hts.tracker_rows
         super().__init__({
             "alloc": In(branch_layout(config)),
             "search_block": Out(widths.phys_block),
+            "search_last": In(1),
+            "searching_next": Out(1),
             "writers": In(hts.tracker_entries),
             "broadcast": In(hts.tracker_entries),
             "retarget": In(1),
@@ -134,13 +140,13 @@ class BranchUnit(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # One-hot: the slot whose memory branch was decoded last cycle searches the tracker now.
+        # One-hot: the slot whose memory branch searches the tracker now, a row a cycle.
         self._searching = Signal(self._slot_count)
         # Per slot: its timer has run out and it waits for nothing (``_ready``).
         self._ready = Signal(self._slot_count)
         mispredicting, killed = self._resolve(m)
         self._per_process(m, mispredicting)
-        allocated, arrival = self._arrival(m)
+        allocated, arrival = self._arrival(m, killed)
         self._update_slots(m, killed, allocated, arrival)
         return m
 
@@ -208,8 +214,8 @@ class BranchUnit(wiring.Component):
                 self.redirect_pc[pid].eq(Mux(restore.valid, target, self.entries[own].target)),
             ]
 
-    def _arrival(self, m: Module):
-        """The slot decode fills, its record before the retarget, and its search next cycle."""
+    def _arrival(self, m: Module, killed):
+        """The slot decode fills, its record before the retarget, and its search from next cycle."""
         new, spec_ids = self.alloc, self._spec_ids
         register_read = new.kind == BranchKind.RR
         arrival = Signal(self._layout)
@@ -234,15 +240,27 @@ class BranchUnit(wiring.Component):
             else:
                 here = ~new.speculated & (new.pid == slot - spec_ids)
             allocated.append(wire(m, new.valid & here, f"allocated_{slot}"))
+        self._search(m, new.valid & ~register_read, Cat(*allocated), arrival.block, Cat(*killed))
         m.d.sync += [
-            self._searching.eq(Mux(register_read, 0, Cat(*allocated))),
-            self.search_block.eq(arrival.block),
             Assert(~(Cat(*allocated) & self.valid).any(), "branch allocated into a busy slot"),
             Assert(~(new.valid & new.speculated & register_read), "speculated RR branch"),
             Assert(~new.valid | ~Cat(*(restore.valid for restore in self.restore)).bit_select(new.pid, 1),
                    "branch decoded in the cycle its process is squashed"),
         ]
         return allocated, arrival
+
+    def _search(self, m: Module, starting, allocated, block, killed):
+        """The searching slot and its block, held while its search goes on (retargets applied)."""
+        # One row: every search is in its last row (the tracker's counter is a constant then).
+        self._last_row = self.search_last if self._rows > 1 else Const(1)
+        m.d.comb += self.searching_next.eq(self._searching.any() & ~self._last_row)
+        if self._rows == 1:
+            m.d.sync += [self._searching.eq(Mux(starting, allocated, 0)), self.search_block.eq(block)]
+            return
+        _, moved = self._retargeted(m, self.search_block, "retargeted_search")
+        going_on = Mux(self._last_row, 0, self._searching & ~killed)
+        m.d.sync += [self._searching.eq(Mux(starting, allocated, going_on)),
+                     self.search_block.eq(Mux(starting, block, moved))]
 
     def _retargeted(self, m: Module, block, name: str) -> tuple[Signal, Value]:
         tm, home = self.retarget_tm, self.retarget_home
@@ -268,13 +286,19 @@ class BranchUnit(wiring.Component):
         found = wire(m, self.writers & ~self.broadcast, "found_writers")
         for slot, entry in enumerate(self.entries):
             searching = self._searching[slot]
-            waits_left = wire(m, Mux(searching, found, entry.waits & ~self.broadcast), f"waits_left_{slot}")
+            # A search accumulates in ``waits`` (empty on arrival) what its rows find.
+            if self._rows == 1:
+                waits_left, writers = Mux(searching, found, entry.waits & ~self.broadcast), self.writers
+            else:
+                waits_left, writers = entry.waits & ~self.broadcast | Mux(searching, found, 0), entry.waits | self.writers
+            waits_left = wire(m, waits_left, f"waits_left_{slot}")
             live = self.valid[slot] & ~killed[slot]
-            wakes = wire(m, live & (entry.waits.any() | searching) & ~waits_left.any(), f"wakes_{slot}")
+            searched = searching & self._last_row
+            wakes = wire(m, live & (entry.waits.any() & ~searching | searched) & ~waits_left.any(), f"wakes_{slot}")
             staying = Signal(self._layout, name=f"staying_{slot}")
             m.d.comb += [staying.eq(entry), staying.waits.eq(waits_left),
                          staying.mask.eq(entry.mask & ~self.confirm)]
-            with m.If(searching & self.writers.any()):
+            with m.If(searched & writers.any()):
                 m.d.comb += staying.kind.eq(BranchKind.BR)
             # A memory branch's timer holds its start value from its arrival until it wakes,
             # so waking loads nothing: the tracker search stops at the read request.
@@ -297,8 +321,9 @@ class BranchUnit(wiring.Component):
                 self.read_valid[slot].eq(wakes),
                 self.read_block[slot].eq(entry.block),
             ]
-            # A slot arriving now searches next cycle: it is not reading yet.
-            reading = stays & ~allocated[slot] & (incoming.kind != BranchKind.RR) & ~incoming.waits.any()
+            # A slot arriving now, or searching on, searches next cycle: it is not reading yet.
+            reading = (stays & ~allocated[slot] & ~(searching & ~self._last_row) & (incoming.kind != BranchKind.RR)
+                       & ~incoming.waits.any())
             m.d.sync += [
                 Assert(~(reading & moved), "retarget of a block whose read is under way"),
                 records[slot].eq(following),

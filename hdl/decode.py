@@ -145,6 +145,8 @@ class Decode(wiring.Component):
         IDs cleared from every mask; IDs back to the pool.
     window_has_room, tracker_has_free, tracker_free_tag : In
         Room for a task besides the enqueue stage's; the lowest free tag.
+    scan_busy : In
+        A tracker search goes on next cycle: no task or memory branch decodes now.
     tracker_alloc, tracker_alloc_entry, enqueue : Out
         The task decoded: its tracker entry, and the task (``decoded_signature``) itself.
     tlb_lookahead : Out, per process
@@ -187,6 +189,7 @@ class Decode(wiring.Component):
             "confirm": In(hts.spec_ids),
             "freed_ids": In(hts.spec_ids),
             "window_has_room": In(1),
+            "scan_busy": In(1),
             "tracker_has_free": In(1),
             "tracker_free_tag": In(widths.tag),
             "tracker_alloc": Out(1),
@@ -241,10 +244,12 @@ class Decode(wiring.Component):
         # A mul holds the decoder for a cycle at the head while its partial products go to registers.
         first_mul = wire(m, (chosen.opcode == Opcode.MUL) & ~chosen.skipping & ~state.product.valid, "first_mul")
         plan_stall, stalled, decoding = self._stall(m, chosen, cause, speculative_output, first_mul)
-        # What the head does if it is not a task (or is skipped) decides only on that fault:
-        # its effects need not wait for the TLB look-up and a task's window bits.
-        control_decoding = wire(m, chosen.valid & (chosen.skipping | ~(control_faulting | first_mul)),
-                                "control_decoding")
+        # What the head does if it is not a task (or is skipped) decides only on that fault
+        # and, for a memory branch, on the tracker's search: its effects need not wait for
+        # the TLB look-up and a task's window bits.
+        _, memory_branch = self._head_kind(chosen)
+        control_stall = control_faulting | first_mul | memory_branch & self.scan_busy
+        control_decoding = wire(m, chosen.valid & (chosen.skipping | ~control_stall), "control_decoding")
         writes = self._rename_output(m, home_writes, speculative_output)
         self._report_stall(m, reason, chosen, plan_stall, stalled, cause, state.faulted)
 
@@ -489,20 +494,25 @@ class Decode(wiring.Component):
         plan_stall = Signal(Stall)
         fault_stall = Mux(chosen.mask != 0, Stall.SPECULATIVE_FAULT, Stall.FAULT)
         faulting = cause != FaultCause.NONE
+        _, memory_branch = self._head_kind(chosen)
+        waits_for_scan = memory_branch & self.scan_busy
         with m.If(chosen.opcode == Opcode.TASK):
             task_blocked = self._plan_task(m, chosen.word, plan_stall, faulting, fault_stall, speculative_output)
+        with m.Elif(waits_for_scan):
+            m.d.comb += plan_stall.eq(Stall.SCAN)
         with m.Elif(faulting):                              # anything else stalls only on a fault
             m.d.comb += plan_stall.eq(fault_stall)
         with m.Elif(first_mul):
             m.d.comb += plan_stall.eq(Stall.DECODER_BUSY)
         # Whether it stalls is an OR of the conditions; which reason, the priority above.
-        blocked = Mux(chosen.opcode == Opcode.TASK, task_blocked, faulting | first_mul)
+        blocked = Mux(chosen.opcode == Opcode.TASK, task_blocked, waits_for_scan | faulting | first_mul)
         stalled = wire(m, chosen.valid & ~chosen.skipping & blocked, "stalled")
         return plan_stall, stalled, chosen.valid & ~stalled
 
     def _plan_task(self, m: Module, word, plan_stall, faulting, fault_stall, speculative_output) -> Value:
         """Why the task at the head cannot decode, in the model's order; returns whether any reason holds."""
         reasons = [
+            (self.scan_busy, Stall.SCAN),
             (~self.window_has_room, Stall.WINDOW_FULL),
             (~self.tracker_has_free, Stall.TRACKER_FULL),
             (faulting, fault_stall),

@@ -1,10 +1,10 @@
 """Enqueue: the register between decode and the dispatch window.
 
-RTL of ``hts.models.enqueue``: the task decoded last cycle searches the tracker from here
-(docs/microarchitecture.md, "Enqueue's cycle").
+RTL of ``hts.models.enqueue``: the task decoded before searches the tracker from here, a
+row of entries a cycle (docs/microarchitecture.md, "Enqueue's cycle").
 """
 
-from amaranth.hdl import Module, Mux, Signal
+from amaranth.hdl import Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -18,7 +18,7 @@ __all__ = ["Enqueue"]
 
 
 class Enqueue(wiring.Component):
-    """One task, held for exactly one cycle between decode and the window.
+    """One task, held between decode and the window for the ``hts.tracker_rows`` cycles of its search.
 
     Parameters
     ----------
@@ -30,8 +30,12 @@ class Enqueue(wiring.Component):
         From decode; taken at the edge with this cycle's confirm and retarget applied.
     occupied : Out, registered
         A task is held; decode needs a window slot for it besides its own.
-    query_reads, query_writes, depends : Out, Out, In
-        The tracker search with the held task's ranges, and the tags they meet.
+    query_reads, query_writes, depends, search_last : Out, Out, In, In
+        The tracker search with the held task's ranges, the tags of this cycle's row they
+        meet, and whether the row is the last.
+    searching_next, release : Out, In
+        The search goes on next cycle (decode starts none); the tags released at the edge,
+        which leave what earlier rows found.
     squash, squashed_tags : In, Out
         A held task under a squashed ID is dropped and its tag released.
     append, append_task : Out
@@ -45,12 +49,15 @@ class Enqueue(wiring.Component):
     def __init__(self, config: SystemConfig):
         hts = config.hts
         tags, region = hts.tracker_entries, region_layout(config)
-        self._tags = tags
+        self._tags, self._rows = tags, hts.tracker_rows
         super().__init__({
             "decoded": In(decoded_signature(config)),
             "occupied": Out(1),
             "query_reads": Out(region),
             "query_writes": Out(region),
+            "search_last": In(1),
+            "searching_next": Out(1),
+            "release": In(tags),
             "depends": In(tags),
             "squash": In(hts.spec_ids),
             "squashed_tags": Out(tags),
@@ -70,30 +77,52 @@ class Enqueue(wiring.Component):
         m = Module()
         # The task itself needs no reset: ``occupied`` says when it means anything.
         task = Signal(self.decoded.task.shape(), reset_less=True)
-        arriving = self.decoded.task
-        reads, writes, _ = retargeted_ranges(arriving, arriving.tag, self, self.decoded.reads_copy)
-        m.d.sync += [
-            self.occupied.eq(self.decoded.valid),
-            task.eq(arriving),
-            task.mask.eq(arriving.mask & ~self.confirm),
-            task.reads.eq(reads),
-            task.writes.eq(writes),
-        ]
-
+        # One row: every search is in its last row (the tracker's counter is a constant then).
+        last_row = self.search_last if self._rows > 1 else Const(1)
         own_tag = Signal(self._tags)
         squashed = self.occupied & (task.mask & self.squash).any()
+        staying = self.occupied & ~last_row & ~squashed
+        m.d.sync += self.occupied.eq(self.decoded.valid | staying)
+        self._take(m, task, staying)
+        found = self._found(m, own_tag, staying)
         m.d.comb += [
             own_tag.eq(index_set([self.occupied], [task.tag], self._tags)),
             self.query_reads.eq(task.reads),
             self.query_writes.eq(task.writes),
+            self.searching_next.eq(self.occupied & ~last_row),
             self.queued_tags.eq(own_tag),
             self.squashed_tags.eq(Mux(squashed, own_tag, 0)),
-            self.append.eq(self.occupied & ~squashed),
+            self.append.eq(self.occupied & last_row & ~squashed),
             *whole_task(self.held, task),
-            self.held.waits.eq(self.depends & ~mutable("enqueue_waits_on_itself", own_tag, 0)),
+            self.held.waits.eq(found),
             self.append_task.tag.eq(task.tag),
             self.append_task.accel_class.eq(task.accel_class),
             self.append_task.mask.eq(task.mask),
             self.append_task.waits.eq(self.held.waits),
         ]
         return m
+
+    def _take(self, m: Module, task, staying):
+        """At the edge: the arriving task, or the held one while its search goes on, with the
+        confirm and the retarget of the cycle applied."""
+        arriving = self.decoded.task
+        arriving_reads, arriving_writes, _ = retargeted_ranges(arriving, arriving.tag, self, self.decoded.reads_copy)
+        held_reads, held_writes, _ = retargeted_ranges(task, task.tag, self)
+        following = Signal.like(task, name="following")
+        m.d.comb += following.eq(Mux(staying, task, arriving))
+        m.d.sync += [
+            task.eq(following),
+            task.mask.eq(following.mask & ~self.confirm),
+            task.reads.eq(Mux(staying, held_reads, arriving_reads)),
+            task.writes.eq(Mux(staying, held_writes, arriving_writes)),
+        ]
+
+    def _found(self, m: Module, own_tag, staying) -> Value:
+        """The tags the held task waits for: this row's, and those earlier rows found that were
+        not released since."""
+        this_row = self.depends & ~mutable("enqueue_waits_on_itself", own_tag, 0)
+        if self._rows == 1:
+            return this_row
+        earlier = Signal(self._tags, reset_less=True)
+        m.d.sync += earlier.eq(Mux(staying, (earlier | this_row) & ~self.release, 0))
+        return mutable("search_forgets_rows", earlier | this_row, this_row)

@@ -21,8 +21,8 @@ from .copy_back import CopyBackEngine
 from .decode import Decode, take_queue
 from .dispatch import DispatchArbiter
 from .enqueue import Enqueue
-from .interfaces import (Stall, branch_read_signature, cpu_signature, dma_signature, fetch_pc_width, instance_numbering,
-                         trace_layout)
+from .interfaces import (BranchKind, Stall, branch_read_signature, cpu_signature, dma_signature, fetch_pc_width,
+                         instance_numbering, trace_layout)
 from .memory_tracker import MemoryTracker
 from .mutation import mutable
 from .primitives import entry_of, index_set, overlaps, wire
@@ -222,7 +222,8 @@ class HTS(wiring.Component):
         for queue in [window, *stations]:
             m.d.comb += [queue.squash_next.eq(branch_unit.squash_next), queue.confirm.eq(branch_unit.confirm),
                          queue.broadcast.eq(released)]
-        m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
+        m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm),
+                     enqueue.release.eq(released)]
         # The retarget rewrites the ranges of queued tasks in the tracker, where they are
         # kept, and of the task entering the enqueue stage, which searches with them.
         m.d.comb += [
@@ -432,14 +433,24 @@ class HTS(wiring.Component):
         return retiring
 
     def _tracker_search(self, m: Module):
-        """The tracker's one search: the enqueue stage's task, else the branch unit's memory branch."""
-        tracker, enqueue, branch_unit, decode = self.tracker, self.enqueue, self.branch_unit, self.decode
+        """The tracker's one search, a row a cycle: the enqueue stage's task, else the branch
+        unit's memory branch."""
+        tracker, enqueue, branch_unit, decode, tlb = self.tracker, self.enqueue, self.branch_unit, self.decode, self.tlb
         m.d.sync += Assert(~(decode.enqueue.valid & decode.branch.valid),
                            "a task and a memory branch decoded together would search the tracker together")
-        # The home means something only when ``speculative``: no reset (record_register).
+        # The home means something only when ``speculative``: no reset (record_register). Both
+        # are held while the search of the task that made it goes on, unless a squash ends it.
         speculative, home = Signal(), Signal.like(decode.tlb_alloc_entry.home, reset_less=True)
-        m.d.sync += [speculative.eq(decode.tlb_alloc), home.eq(decode.tlb_alloc_entry.home)]
-        m.d.comb += tracker.query_home.eq(speculative)
+        going_on = enqueue.searching_next & ~enqueue.squashed_tags.any()
+        m.d.sync += [speculative.eq(decode.tlb_alloc | speculative & going_on),
+                     home.eq(Mux(going_on, home, decode.tlb_alloc_entry.home))]
+        m.d.comb += [tracker.query_home.eq(speculative), tracker.home_search_continues.eq(going_on),
+                     tlb.home_search_continues.eq(going_on),
+                     # Searches never overlap: one row counter, restarted by each hand-over.
+                     tracker.search_start.eq(decode.tracker_alloc
+                                             | decode.branch.valid & (decode.branch.kind != BranchKind.RR)),
+                     enqueue.search_last.eq(tracker.search_last), branch_unit.search_last.eq(tracker.search_last),
+                     decode.scan_busy.eq(enqueue.searching_next | branch_unit.searching_next)]
         touched = Cat(*(valid & (overlaps(enqueue.query_writes, entry.reads) | overlaps(enqueue.query_writes, entry.writes))
                         for valid, entry in zip(tracker.valid, tracker.entries)))
         m.d.sync += Assert(~speculative | enqueue.occupied & ((touched & ~enqueue.queued_tags) == 0),

@@ -196,6 +196,7 @@ class Stall(enum.Enum, shape=4):
     TLB_FULL = 10
     FAULT = 11          # a committed-path access leaves the process's window: the process stops
     OPERANDS = 12       # the head's region base was written as it became the head (compared again)
+    SCAN = 13           # a tracker search goes on next cycle: a task or memory branch waits for it
 
 
 class BranchKind(enum.Enum, shape=2):

@@ -1,10 +1,12 @@
-"""Memory tracker: a CAM of the regions every in-flight task reads and writes.
+"""Memory tracker: the regions every in-flight task reads and writes, searched a row a cycle.
 
-RTL of ``hts.models.memory_tracker``; index = tag. An entry also holds the rest of its task
-and which TLB homes it touches (docs/microarchitecture.md, "Enqueue's cycle").
+RTL of ``hts.models.memory_tracker``; index = tag. A search compares one row of
+``hts.tracker_lanes`` entries per cycle through as many comparator lanes. An entry also
+holds the rest of its task and which TLB homes it touches (docs/microarchitecture.md,
+"Enqueue's cycle").
 """
 
-from amaranth.hdl import Cat, Module, Mux, Signal
+from amaranth.hdl import Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -13,13 +15,15 @@ from hts.base.config import SystemConfig, bits_for
 from .interfaces import (record_read_signature, region_layout, task_record_layout, tracker_entry_layout,
                          tracker_register_layout)
 from .mutation import mutable
-from .primitives import index_set, lowest_set, overlaps, record_ram, record_register, retargeted_ranges
+from .primitives import (index_set, lowest_set, overlaps, record_ram, record_register, retargeted_ranges, search_row,
+                         select)
 
 __all__ = ["MemoryTracker"]
 
 
 class MemoryTracker(wiring.Component):
-    """Range CAM over ``hts.tracker_entries`` entries, with lowest-free-tag allocation.
+    """Ranges of ``hts.tracker_entries`` entries searched by ``hts.tracker_lanes`` lanes, with
+    lowest-free-tag allocation.
 
     Parameters
     ----------
@@ -28,9 +32,14 @@ class MemoryTracker(wiring.Component):
     Attributes
     ----------
     query_reads, query_writes, ignoring, depends : In, In, In, Out
-        The search; the tags broadcast now, left out; the tags whose ranges it meets.
-    query_home : In
-        ``query_writes`` is a new TLB home: its overlaps are ``touches``, not ``depends``.
+        The search; the tags broadcast now, left out; the tags of this cycle's row whose
+        ranges it meets.
+    search_start, search_row, search_last : In, Out, Out
+        Decode hands a search over at the edge; the row compared now (0 in the cycle after
+        the hand-over, one more each cycle: searches never overlap), and whether it is the last.
+    query_home, home_search_continues : In, In
+        ``query_writes`` is a new TLB home: its overlaps are ``touches``, not ``depends``;
+        its search goes on next cycle, so its TLB slot stays young.
     free_tag, has_free, alloc, alloc_entry : Out, Out, In, In
         The lowest free tag; decode allocates it at the edge (written every cycle).
     alloc_reads_copy : In
@@ -51,6 +60,7 @@ class MemoryTracker(wiring.Component):
 
     def __init__(self, config: SystemConfig):
         self._count = count = config.hts.tracker_entries
+        self._lanes, self._rows = config.hts.search_lanes, config.hts.tracker_rows
         slots = config.hts.tlb_entries
         region = region_layout(config)
         entry = tracker_entry_layout(config)
@@ -58,7 +68,11 @@ class MemoryTracker(wiring.Component):
         super().__init__({
             "query_reads": In(region),
             "query_writes": In(region),
+            "search_start": In(1),
+            "search_row": Out(range(max(self._rows, 2))),    # a bit even with one row: no empty port
+            "search_last": Out(1),
             "query_home": In(1),
+            "home_search_continues": In(1),
             "ignoring": In(count),
             "depends": Out(count),
             "free_tag": Out(config.widths.tag),
@@ -86,15 +100,16 @@ class MemoryTracker(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         count = self._count
+        row, last = search_row(m, self.search_start, self._rows, "row")
+        m.d.comb += [self.search_row.eq(row), self.search_last.eq(last)]
+        in_row = [row == tag // self._lanes for tag in range(count)]
+        lane_meets = [self._lane(lane) for lane in range(self._lanes)]
         depends, written_meets = [], []
         for tag in range(count):
-            entry = self.entries[tag]
-            live = self.valid[tag] & mutable("tracker_broadcast_kept", ~self.ignoring[tag], 1)
-            written_meet = (mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
-                            | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0))
-            written_meets.append(written_meet)
-            depends.append(live & (mutable("tracker_raw_ignored", overlaps(self.query_reads, entry.writes), 0)
-                                   | written_meet & ~self.query_home))
+            raw, written_meet = lane_meets[tag % self._lanes]
+            written_meets.append(in_row[tag] & written_meet)
+            live = in_row[tag] & self.valid[tag] & mutable("tracker_broadcast_kept", ~self.ignoring[tag], 1)
+            depends.append(live & (raw | written_meet & ~self.query_home))
         m.d.comb += self.depends.eq(Cat(*depends))
 
         m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
@@ -118,10 +133,24 @@ class MemoryTracker(wiring.Component):
             rewritten.append(rewrote)
         m.d.comb += self.holds_tm.eq(Cat(*(valid & (self._in_tm(entry.reads) | self._in_tm(entry.writes))
                                            for valid, entry in zip(self.valid, self.entries))).any())
-        self._update_touches(m, rewritten, written_meets)
+        self._update_touches(m, rewritten, written_meets, in_row)
         self._records(m)
         m.d.sync += self.valid.eq(remaining | allocated)
         return m
+
+    def _lane(self, lane: int) -> tuple[Value, Value]:
+        """Lane ``lane`` compares the query with the entry of the row's tag ``row * lanes + lane``:
+        whether its write meets the query's read (RAW), and whether the query's write meets
+        its read or write (WAR, WAW)."""
+        tags = range(lane, self._count, self._lanes)
+        row = mutable("tracker_lane_skips_entry", self.search_row, 0) if lane == self._lanes - 1 else self.search_row
+        layout = self.entries.shape().elem_shape
+        entry = self.entries[tags[0]] if len(tags) == 1 else layout(
+            select([row == index for index in range(len(tags))], [self.entries[tag] for tag in tags]))
+        raw = mutable("tracker_raw_ignored", overlaps(self.query_reads, entry.writes), 0)
+        written_meet = (mutable("tracker_war_ignored", overlaps(self.query_writes, entry.reads), 0)
+                        | mutable("tracker_waw_ignored", overlaps(self.query_writes, entry.writes), 0))
+        return raw, written_meet
 
     def _registers_of(self, m: Module, entry):
         registers = Signal(self.entries.shape().elem_shape, name="arriving_registers")
@@ -147,16 +176,19 @@ class MemoryTracker(wiring.Component):
         m.d.comb += [result.eq(entry), result.reads.eq(reads), result.writes.eq(writes)]
         return result, rewrote
 
-    def _update_touches(self, m: Module, rewritten, home_meets):
-        """``touches`` at the edge, from registered state: a free tag's row stays empty; a slot
-        allocated last cycle takes this search's column; a retarget adds the new home's bits.
+    def _update_touches(self, m: Module, rewritten, home_meets, in_row):
+        """``touches`` at the edge, from registered state: a free tag's row stays empty; the
+        slot allocated with the task being searched (young until its search ends) takes the
+        search's column, a row of tags a cycle; a retarget adds the new home's bits.
         """
         homes = list(self.tlb_homes)
         young = Signal(len(homes))     # named: the formal harness hts.formal.retire reads it
-        m.d.sync += young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes)))
+        m.d.sync += young.eq(index_set([self.tlb_alloc], [self.tlb_alloc_slot], len(homes))
+                             | Mux(self.home_search_continues, young, 0))
         retarget_row = Cat(*(overlaps(self.retarget_home, home) for home in homes))
         touches = record_register(m, self.touches, "touch_records")
         for tag, home_meet in enumerate(home_meets):
             column = Mux(home_meet, young, 0)
-            row = self.touches[tag] & ~young | column | Mux(rewritten[tag], retarget_row, 0)
+            rewritten_young = Mux(in_row[tag], self.touches[tag] & ~young | column, self.touches[tag])
+            row = rewritten_young | Mux(rewritten[tag], retarget_row, 0)
             m.d.sync += touches[tag].eq(Mux(self.valid[tag], row, 0))

@@ -15,7 +15,7 @@ from .mutation import mutable
 
 __all__ = ["wire", "select", "encode", "lowest_set", "lowest_ones", "index_set", "popcount", "fewer_than", "oldest",
            "youngest", "update_age_matrix", "entry_of", "mux_tree", "entry_at", "record_register", "held",
-           "record_ram", "region_end", "overlaps", "retargeted_ranges", "whole_task"]
+           "record_ram", "search_row", "region_end", "overlaps", "retargeted_ranges", "whole_task"]
 
 
 def wire(m: Module, value, name: str) -> Signal:
@@ -153,6 +153,18 @@ def record_ram(m: Module, name: str, shape, depth: int, write_addr, write_en, wr
         m.d.comb += read.addr.eq(address)
         records.append(read.data)
     return records
+
+
+def search_row(m: Module, starting, rows: int, name: str) -> tuple[Value, Value]:
+    """The row of tracker entries a search compares this cycle, and whether it is its last:
+    row 0 in the cycle after ``starting`` (decode hands a search over), then one more each
+    cycle. Constants when a search is one row.
+    """
+    if rows == 1:
+        return Const(0), Const(1)
+    row = Signal(range(rows), name=name)
+    m.d.sync += row.eq(Mux(starting, 0, mutable("search_skips_a_row", row + 1, row + 2)))
+    return row, row == rows - 1
 
 
 def region_end(region) -> Value:

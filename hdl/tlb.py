@@ -60,6 +60,8 @@ class TaskLookupBuffer(wiring.Component):
         A new copy's size; room for it; where it and its entry go.
     alloc, alloc_entry : In
         From decode: write the entry at the edge (the free slot is written every cycle).
+    home_search_continues : In
+        The tracker search of the task that made the young slot goes on next cycle.
     broadcast, confirm, drop, remove : In
         Producers done; IDs cleared; entries under squashed IDs, copied or retargeted, removed.
     tm_idle : In
@@ -100,6 +102,7 @@ class TaskLookupBuffer(wiring.Component):
             "alloc_slot": Out(index),
             "alloc": In(1),
             "alloc_entry": In(tlb_request_layout(config)),
+            "home_search_continues": In(1),
             "broadcast": In(hts.tracker_entries),
             "confirm": In(hts.spec_ids),
             "drop": In(hts.spec_ids),
@@ -124,7 +127,8 @@ class TaskLookupBuffer(wiring.Component):
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
         # Each entry's home end, computed when it is written, keeps an adder off every search.
         self._home_ends = Signal(data.ArrayLayout(config.widths.phys_block + 1, count), reset_less=True)
-        # The slot allocated in the cycle before: the tracker's ``touches`` column for it is not ready.
+        # The slot allocated with the task whose tracker search is under way: the tracker's
+        # ``touches`` column for it is not ready.
         self._young = Signal(count)
         # The slot chosen in the cycle before for this cycle's retarget (one-hot).
         self._retarget_choice = Signal(count)
@@ -156,7 +160,7 @@ class TaskLookupBuffer(wiring.Component):
             allocating.eq(index_set([self.alloc], [self.alloc_slot], count)),
             writing.eq(index_set([~self.valid.all()], [self.alloc_slot], count)),
         ]
-        m.d.sync += self._young.eq(allocating)
+        m.d.sync += self._young.eq(allocating | Mux(self.home_search_continues, self._young, 0))
 
         # The new entry lands, then every entry, it included, takes the broadcast, confirm and drop.
         new_entry = Signal(tlb_entry_layout(self._config))

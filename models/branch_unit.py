@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from hts.isa import Word, branch_taken
 
 from .loop_stack import LoopFrame
-from .memory_tracker import MemoryTracker
+from .memory_tracker import MemoryTracker, Search
 
 if TYPE_CHECKING:       # decode.py imports this module for PendingBranch
     from .decode import ProcessContext
@@ -56,7 +56,8 @@ class PendingBranch:
     resolves_at: int | None = None    # cycle of resolution, once known
     taken: bool | None = None         # the outcome, compared OUTCOME_DELAY cycles before resolves_at
     block: int = 0                    # MR/BR: physical block read (TM when remapped)
-    searched: bool = True             # a memory branch's writers are searched the cycle after decode
+    searched: bool = True             # a memory branch's writers are searched from the cycle after decode
+    writer_search: Search = field(default_factory=Search)
     mask: int = 0                     # speculation IDs it is itself under
     spec_id: int | None = None        # set when speculated (predicted not taken)
     checkpoint: Checkpoint | None = None
@@ -66,12 +67,15 @@ class PendingBranch:
         return self.pc + self.word.offset
 
     def search(self, tracker: MemoryTracker, broadcast: frozenset[int], t: int, latency: int):
-        """The cycle after decode: the block's writers in flight make the branch BR, none MR.
+        """From the cycle after decode, a row a cycle: the block's writers in flight make the
+        branch BR, none MR.
 
         The tracker then holds every task decoded before the branch and none after it
-        (decode handles one instruction per cycle); the tags broadcast now are left out.
+        (decode starts no search during one); the tags broadcast now are left out.
         """
-        writers = tracker.writers_of(self.block, ignoring=broadcast)
+        if not tracker.search_writers(self.writer_search, self.block, ignoring=broadcast):
+            return
+        writers = self.writer_search.found
         if writers:
             self.kind, self.waits_for = "BR", set(writers)
         else:
@@ -176,17 +180,31 @@ class BranchUnit:
         proc.resume_at = t + 1
         freed.append(branch.spec_id)
 
-    def search(self, t: int, processes: list["ProcessContext"], tracker: MemoryTracker, broadcast: frozenset[int]):
-        """Memory branches decoded last cycle search the tracker for their block's writers."""
-        for proc in processes:
-            for branch in proc.branches:
-                if not branch.searched:
-                    branch.search(tracker, broadcast, t, self.memory_latency)
+    def search(self, t: int, processes: list["ProcessContext"], tracker: MemoryTracker,
+               broadcast: frozenset[int]) -> bool:
+        """The memory branch decoded before searches the next row of the tracker for its
+        block's writers; whether one did."""
+        searching = self.searching(processes)
+        for branch in searching:
+            branch.search(tracker, broadcast, t, self.memory_latency)
+        return bool(searching)
+
+    @staticmethod
+    def searching(processes: list["ProcessContext"]) -> list[PendingBranch]:
+        """The memory branch whose tracker search is under way, if any."""
+        return [branch for proc in processes for branch in proc.branches if not branch.searched]
+
+    def searching_next_cycle(self, processes: list["ProcessContext"], tracker: MemoryTracker) -> bool:
+        """At the start of a cycle: a memory branch's search will still be under way in the next one."""
+        return any(branch.writer_search.row < tracker.rows - 1 for branch in self.searching(processes))
 
     # ---- end of cycle ---------------------------------------------------------------------
 
     def wake(self, t: int, processes: list["ProcessContext"], released: set[int]):
-        """BR branches whose last writer was released read their block from the next cycle."""
+        """BR branches whose last writer was released read their block from the next cycle;
+        released writers leave a search under way."""
+        for branch in self.searching(processes):
+            branch.writer_search.release(released)
         for proc in processes:
             for branch in proc.branches:
                 if branch.kind == "BR" and branch.waits_for:

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 
 from hts.isa import Opcode
 
-from .observation import CycleView
+from .observation import SEARCH_CORNERS, CycleView
 from .trace import EVENT_KINDS, Trace
 
 __all__ = ["Bin", "BINS", "BIN_NAMES", "Coverage", "trace_coverage", "StateCoverage", "model_coverage",
@@ -64,7 +64,7 @@ _SQUASH_MEANINGS = {
 
 # Decode stall reasons of the hardware scheduler (models/hts.py). ``runtime_overhead``
 # belongs to the software baseline, not to the hardware under test: it has no bin.
-STALL_REASONS = ("fetch", "operands", "branch", "window_full", "tracker_full", "tlb_full", "tlb_conflict",
+STALL_REASONS = ("fetch", "operands", "branch", "scan", "window_full", "tracker_full", "tlb_full", "tlb_conflict",
                  "speculative_fault", "fault", "decoder_busy", "drain")
 _TLB_STALLS = ("tlb_full", "tlb_conflict")
 
@@ -84,6 +84,7 @@ BINS: tuple[Bin, ...] = (
     *(Bin(f"stall.{reason}", f"a process's decode stalls: `{reason}`", "model") for reason in STALL_REASONS),
     Bin("copyback.stalls_decode", "decode waits on the TLB (tlb_full or tlb_conflict) while the copy-back "
         "engine moves a TM copy home over the memory port", "model"),
+    *(Bin(f"search.{corner}", meaning, "model") for corner, meaning in SEARCH_CORNERS.items()),
     Bin("speculation.loop", "a loop body entered under speculation: `lbeg` with iterations decoded "
         "while an unresolved speculated branch is pending", "model"),
 )
@@ -211,6 +212,8 @@ class StateCoverage:
         decoded = view.decoded
         if decoded and decoded.opcode == Opcode.LBEG and decoded.speculative and not decoded.discarding:
             self.coverage.hit("speculation.loop")
+        for corner in view.searches:
+            self.coverage.hit(f"search.{corner}")
 
 
 def _conditions(view: CycleView) -> Iterator[tuple[str, int]]:

@@ -164,7 +164,8 @@ class Decode:
             if head.word.opcode == Opcode.TASK:
                 plan = self._plan_task(t, chosen, head.pc, head.word, blocks, out)
             elif head.word.opcode == Opcode.IF:
-                plan = self._fault_of(t, chosen, head.pc, head.word, None, out)
+                plan = ("scan" if head.word.memory_branch and room["scan_busy"]
+                        else self._fault_of(t, chosen, head.pc, head.word, None, out))
             elif head.word.opcode == Opcode.MUL and not finishing_mul:
                 self.multiplying = chosen       # the partial products go into registers
                 plan = "decoder_busy"
@@ -197,6 +198,8 @@ class Decode:
     def _plan_task(self, t: int, proc: ProcessContext, pc: int, word, blocks: _Structures,
                    out: Decoded) -> _TaskPlan | str:
         """How the task at ``pc`` would be decoded now, or why it cannot be."""
+        if blocks.room["scan_busy"]:
+            return "scan"
         if blocks.room["window"] == 0:
             return "window_full"
         if blocks.room["tracker"] == 0:

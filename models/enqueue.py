@@ -10,7 +10,7 @@ While the task sits here it is in flight like any queued task: a squash removes 
 confirm clears its mask, a retarget rewrites its ranges (``models/hts.py``).
 """
 
-from .memory_tracker import MemoryTracker
+from .memory_tracker import MemoryTracker, Search
 from .window import DecodedTask
 
 __all__ = ["EnqueueStage"]
@@ -21,24 +21,31 @@ class EnqueueStage:
 
     def __init__(self):
         self.task: DecodedTask | None = None
+        self.search = Search()
 
     def hold(self, task: DecodedTask):
         """Decode leaves ``task`` here at the end of the cycle (the stage is free: decode checked)."""
         assert self.task is None
-        self.task = task
+        self.task, self.search = task, Search()
 
     def remove(self) -> DecodedTask | None:
         task, self.task = self.task, None
         return task
 
     def step(self, tracker: MemoryTracker, broadcast: frozenset[int]) -> DecodedTask | None:
-        """The task leaving for the window this cycle, with the tags it waits for.
+        """The task leaving for the window this cycle, with the tags it waits for, or None.
 
         The tracker holds every task decoded before this one, and this one (decode
-        allocated its entry last cycle), but none decoded after it: the search leaves
-        out the task's own tag and the tags being broadcast now.
+        allocated its entry when it left it here), but none decoded after it: the search
+        leaves out the task's own tag and the tags being broadcast now.
         """
+        if self.task is None or not tracker.search_dependences(self.search, self.task.reads, self.task.writes,
+                                                               ignoring=broadcast | {self.task.tag}):
+            return None
         task = self.remove()
-        if task is not None:
-            task.waits_for = set(tracker.dependences(task.reads, task.writes, ignoring=broadcast | {task.tag}))
+        task.waits_for = self.search.found
         return task
+
+    def searching_next_cycle(self, tracker: MemoryTracker) -> bool:
+        """At the start of a cycle: the search will still be under way in the next one."""
+        return self.task is not None and self.search.row < tracker.rows - 1

@@ -87,7 +87,8 @@ class HTSModel:
         self.classes = list(config.accelerators)
         self.programs = list(programs)
         self.processes = [ProcessContext.create(pid, program, config) for pid, program in enumerate(programs)]
-        self.tracker = MemoryTracker(config.hts.tracker_entries)
+        # The software baseline keeps its tracker in memory: its cost is ``runtime_accesses``.
+        self.tracker = MemoryTracker(config.hts.tracker_entries, None if self.runtime else config.hts.tracker_lanes)
         self.enqueue = EnqueueStage()
         self.decode = Decode(config, programs, DEFAULT_STEP_LIMIT, self.runtime,
                              speculate=scheduler == "hts" and config.hts.speculation)
@@ -98,7 +99,8 @@ class HTSModel:
                                  start_delay=0 if self.runtime else START_DELAY)
         self.asr = AcceleratorStatus([acc.count for acc in self.classes])
         self.cdb = CommonDataBus(config.hts.cdb_width)
-        self.tlb = TaskLookupBuffer(config.hts.tlb_entries, config.hts.tm_blocks, config.memory.blocks)
+        self.tlb = TaskLookupBuffer(config.hts.tlb_entries, config.hts.tm_blocks, config.memory.blocks,
+                                    self.tracker.rows)
         self.branch_unit = BranchUnit(config.timing.memory_latency)
         self.copy_back = CopyBackEngine(config)
         self.trace = Trace()
@@ -118,6 +120,7 @@ class HTSModel:
         self._dropped_spec_bits = 0              # TLB entries under these bits go
         self._copied_home = None                 # TLB entry whose copy-back finished
         self._retargeted = None                  # TLB entry whose producer now writes home
+        self._search_corners: set[str] = set()   # of this cycle, for the observer
 
     # ---- completion and the CDB ---------------------------------------------------------
 
@@ -147,7 +150,10 @@ class HTSModel:
     def _resolve_branches(self, t: int) -> bool:
         """The branch unit squashes and resolves; the squashes reach every queue now, the
         confirmed and freed IDs at the end of the cycle."""
+        searching = [branch for branch in self.branch_unit.searching(self.processes) if branch.writer_search.row]
         outcome = self.branch_unit.resolve(t, self.processes, self.memory)
+        if any(branch not in self.processes[branch.pid].branches for branch in searching):
+            self._search_corners.add("squashed")
         for branch in outcome.squashed:
             self._squash(t, branch)
         for branch, taken in outcome.resolved:
@@ -178,6 +184,8 @@ class HTSModel:
         for task in squashed:
             (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
         if self.enqueue.task is not None and self.enqueue.task.mask & bit:
+            if self.enqueue.search.row:
+                self._search_corners.add("squashed")
             squashed.append(self.enqueue.remove())
         self._released_tags.update(task.tag for task in squashed)
         self._released_tags.update(self.cdb.squash_granted(bit))
@@ -241,9 +249,11 @@ class HTSModel:
         return bool(moved)
 
     def _enqueue(self, t: int, broadcast: frozenset[int]) -> bool:
+        """Whether the enqueue stage searched (a row a cycle) or moved its task to the window."""
+        searching = self.enqueue.task is not None
         task = self.enqueue.step(self.tracker, broadcast)
         if task is None:
-            return False
+            return searching
         self.window.tasks.append(task)
         self.trace.emit(t, "enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=sorted(task.waits_for))
         return True
@@ -276,6 +286,10 @@ class HTSModel:
         if tags:
             for task in self.window.tasks + [task for station in self.stations for task in station.tasks]:
                 task.waits_for -= tags
+            searches = [self.enqueue.search, *(b.writer_search for b in self.branch_unit.searching(self.processes))]
+            if any(search.found & tags for search in searches):
+                self._search_corners.add("released")
+            self.enqueue.search.release(tags)
             self.branch_unit.wake(t, self.processes, tags)
         self._released_tags, self._released_instances = set(), []
         for spec_id in self._confirmed:
@@ -336,6 +350,9 @@ class HTSModel:
             # The task in the enqueue stage has a window slot waiting for it.
             "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
             "tracker": len(self.tracker.entries) - self.tracker.occupancy(),
+            # A search under way keeps the tracker's comparators in the next cycle too.
+            "scan_busy": (self.enqueue.searching_next_cycle(self.tracker)
+                          or self.branch_unit.searching_next_cycle(self.processes, self.tracker)),
             "stations": [station.capacity - len(station.tasks) for station in self.stations],
         }
 
@@ -363,7 +380,10 @@ class HTSModel:
         retarget = self.copy_back.retarget(t, self.tlb, self.tracker, self._waiting(), self.in_progress)
         granted = self._complete(t, retarget)
         progress |= bool(self.cdb.broadcasting) | bool(granted) | self._resolve_branches(t)
-        self.branch_unit.search(t, self.processes, self.tracker, broadcast)
+        if self.branch_unit.search(t, self.processes, self.tracker, broadcast):
+            progress = True
+            if self.tracker.rows > 1:
+                self._search_corners.add("branch")
         progress |= self._copy_back(t, retarget)
         progress |= self._dispatch(t)
         progress |= self._issue(t, list(room["stations"]))
@@ -377,7 +397,8 @@ class HTSModel:
         self.cdb.advance()
         self._end_of_cycle(t)
         if self.observer is not None:
-            self.observer(CycleView(t, start, copying, stalls, decoded.instruction))
+            self.observer(CycleView(t, start, copying, stalls, decoded.instruction, frozenset(self._search_corners)))
+        self._search_corners = set()
         # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
         # change of reason is a change of state even when nothing else moved.
         progress |= stalls != self._last_stalls

@@ -3,13 +3,18 @@
 One entry per task from decode until its completion is broadcast on the CDB; the entry
 index is the task's tag. A new task depends on every entry it overlaps: RAW (its input
 meets an older output), WAR (its output meets an older input) and WAW (outputs meet).
-Any overlap counts, not only equal bases. In hardware each entry holds two range
-comparators per direction; the search is one CAM look-up.
+Any overlap counts, not only equal bases.
+
+A search compares one row of ``hts.tracker_lanes`` entries per cycle, row 0 first (tags
+``0 .. lanes - 1``), and takes ``hts.tracker_rows`` cycles. What it found in an earlier
+row and was released since (broadcast or squashed) drops out at the end of each cycle, as
+from every waiting set; decode starts no search while one is under way, so no entry is
+allocated during a search.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["Region", "TrackerEntry", "MemoryTracker", "overlaps"]
+__all__ = ["Region", "TrackerEntry", "MemoryTracker", "Search", "overlaps"]
 
 Region = tuple[int, int]  # (base block, blocks)
 
@@ -25,24 +30,44 @@ class TrackerEntry:
     writes: Region
 
 
+@dataclass
+class Search:
+    """A search under way: the rows compared so far and the tags found, less those released since."""
+    row: int = 0
+    found: set[int] = field(default_factory=set)
+
+    def release(self, tags: set[int]):
+        """End of cycle: released tags leave what was found."""
+        self.found -= tags
+
+
 class MemoryTracker:
-    def __init__(self, entries: int):
+    def __init__(self, entries: int, lanes: int | None = None):
+        """``lanes``: entries compared per cycle (every entry when None)."""
         self.entries: list[TrackerEntry | None] = [None] * entries
+        self.lanes = max(1, min(lanes or entries, entries))
+        self.rows = max(1, -(-entries // self.lanes))
+
+    def row_tags(self, row: int) -> range:
+        return range(row * self.lanes, min(len(self.entries), (row + 1) * self.lanes))
+
+    def search_dependences(self, search: Search, reads: Region, writes: Region, ignoring: frozenset[int]) -> bool:
+        """Compare the next row for a new task's dependences; whether the search is complete."""
+        return self._search(search, ignoring, lambda entry: (
+            overlaps(reads, entry.writes) or overlaps(writes, entry.reads) or overlaps(writes, entry.writes)))
+
+    def search_writers(self, search: Search, block: int, ignoring: frozenset[int]) -> bool:
+        """Compare the next row for writers of ``block`` (a memory branch); whether the search is complete."""
+        return self._search(search, ignoring, lambda entry: overlaps((block, 1), entry.writes))
+
+    def _search(self, search: Search, ignoring: frozenset[int], meets) -> bool:
+        search.found |= {tag for tag in self.row_tags(search.row)
+                         if self.entries[tag] is not None and tag not in ignoring and meets(self.entries[tag])}
+        search.row += 1
+        return search.row == self.rows
 
     def occupancy(self) -> int:
         return sum(entry is not None for entry in self.entries)
-
-    def dependences(self, reads: Region, writes: Region, ignoring: frozenset[int]) -> frozenset[int]:
-        """Tags of in-flight tasks a new task must wait for (``ignoring`` those completing now)."""
-        return frozenset(
-            tag for tag, entry in enumerate(self.entries)
-            if entry is not None and tag not in ignoring and (
-                overlaps(reads, entry.writes) or overlaps(writes, entry.reads) or overlaps(writes, entry.writes)))
-
-    def writers_of(self, block: int, ignoring: frozenset[int]) -> frozenset[int]:
-        """Tags of in-flight tasks that write ``block`` (a bus-read branch waits for them)."""
-        return frozenset(tag for tag, entry in enumerate(self.entries)
-                         if entry is not None and tag not in ignoring and overlaps((block, 1), entry.writes))
 
     def free_tag(self) -> int:
         """Lowest free tag; the caller has checked that one is free."""

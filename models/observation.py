@@ -15,7 +15,14 @@ from typing import Mapping
 
 from hts.isa import Opcode
 
-__all__ = ["Occupancy", "DecodedInstruction", "CycleView"]
+__all__ = ["Occupancy", "DecodedInstruction", "CycleView", "SEARCH_CORNERS"]
+
+# What can happen to a tracker search of several rows, one row a cycle.
+SEARCH_CORNERS = {
+    "squashed": "a squash removes a task or memory branch whose search is past its first row",
+    "released": "a tag an earlier row of a search found is released before the search ends",
+    "branch": "a memory branch searches the tracker over several rows",
+}
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,7 @@ class CycleView:
     copying: bool                  # a copy-back was in progress at the start of the cycle
     stalls: Mapping[int, str]      # pid -> why it decoded nothing this cycle (models/hts.py, stall reasons)
     decoded: DecodedInstruction | None
+    searches: frozenset[str] = frozenset()   # corners of tracker searches met this cycle (SEARCH_CORNERS)
 
     def __post_init__(self):
         object.__setattr__(self, "stalls", MappingProxyType(dict(self.stalls)))

@@ -45,8 +45,10 @@ class CopyBack:
 
 
 class TaskLookupBuffer:
-    def __init__(self, entries: int, tm_blocks: int, home_blocks: int):
+    def __init__(self, entries: int, tm_blocks: int, home_blocks: int, search_rows: int = 1):
+        """``search_rows``: cycles of a tracker search, which registers the relations of a new home."""
         self.capacity = entries
+        self.search_rows = search_rows
         self.tm_blocks = tm_blocks
         self.home_blocks = home_blocks
         self.entries: list[TLBEntry] = []        # oldest first
@@ -102,13 +104,14 @@ class TaskLookupBuffer:
         The producer must be retargetable (``retargetable_tags``), no older entry
         may overlap it, and no other in-flight task may read or write its home blocks:
         ``busy`` holds (tag, region) of every in-flight access, the producer's own included.
-        An entry allocated in the cycle before is not offered yet: the hardware registers
-        which in-flight accesses touch a new home a cycle after the allocation.
+        An entry is not offered until its producer's tracker search has ended: the hardware
+        registers which in-flight accesses touch a new home during that search, a row of
+        tracker entries a cycle from the cycle after the allocation.
         """
         for index, entry in enumerate(self.entries):
             if entry is passed_over or entry.mask or entry.producer_done or entry.producer not in retargetable_tags:
                 continue
-            if entry.allocated_at == cycle - 1:
+            if cycle - entry.allocated_at <= self.search_rows:
                 continue
             if any(overlaps(older.home, entry.home) for older in self.entries[:index]):
                 continue

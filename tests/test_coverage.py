@@ -41,6 +41,8 @@ SYSTEM = SystemConfig(
 # One entry in every structure.
 TINY = with_values(SYSTEM, {"hts.window": 1, "hts.rs_entries": 1, "hts.tracker_entries": 1, "hts.tlb_entries": 1,
                             "hts.spec_ids": 1})
+# One comparator lane: a tracker search takes eight cycles, one tag a cycle.
+ROWS = with_values(SYSTEM, {"hts.tracker_lanes": 1})
 # Process 0 may touch blocks 0..31 only.
 WINDOWED = dataclasses.replace(SYSTEM, windows=(Window(0, 32), Window(32, 32)))
 
@@ -49,6 +51,9 @@ NEGATIVE = "mov ffff 0 r4 0 0 0 0\nmul r4 r4 r5 0 0 0 0\n"
 
 # name -> (system, one source per process)
 SCENARIOS = {
+    # The consumer's search finds its producer (tag 0) in its first row; the producer is
+    # broadcast before the search's eighth row.
+    "rows_dependent": (ROWS, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 10 1 11 1 1 0 0 0\n"]),
     "independent": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n"]),
     "registers_only": (SYSTEM, ["mov 1 0 r4 0 0 0 0\nadd r4 r4 r5 0 0 0 0\n"]),
     # A task whose output base is the register the instruction before it writes, queued
@@ -147,6 +152,10 @@ SCENARIOS = {
 }
 
 
+# The same programs with searches of eight rows.
+SCENARIOS.update({f"rows_{name}": (ROWS, SCENARIOS[name][1]) for name in ("branches", "squash_everywhere")})
+
+
 @functools.cache
 def coverage_of(scenario: str) -> Coverage:
     config, sources = SCENARIOS[scenario]
@@ -182,6 +191,10 @@ DIRECTED = {
     "full.station": ("tiny", "independent"),
     "full.tlb": ("tiny", "independent"),
     "stall.fetch": ("independent", None),              # every run starts with empty queues
+    "stall.scan": ("rows_dependent", "independent"),
+    "search.squashed": ("rows_squash_everywhere", "squash_everywhere"),
+    "search.released": ("rows_dependent", "independent"),
+    "search.branch": ("rows_branches", "branches"),
     "stall.operands": ("base_just_written", "independent"),
     "stall.branch": ("branches", "independent"),
     "stall.window_full": ("tiny", "independent"),

@@ -325,14 +325,68 @@ def test_independent_tasks_overlap(default_config):
 
 
 def test_pipeline_timing_of_one_task(default_config):
-    """fetch at 0, in flight at 1, queued at 2, decode at 3, enqueue at 4, issue at 5,
-    dispatch at 6, start at 7, complete latency later, broadcast the cycle after, end the next."""
+    """fetch at 0, in flight at 1, queued at 2, decode at 3, the tracker search in 4 and 5
+    (two rows), enqueue at 5, issue at 6, dispatch at 7, start at 8, complete latency later,
+    broadcast the cycle after, end the next."""
     program = assemble("real_fir 10 1 40 1 0 0 0 0\n", default_config)
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     cycles = {e.event: e.cycle for e in result.trace.events}
-    assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (3, 4, 5, 6)
-    assert cycles["complete"] == 6 + START_DELAY + 921
+    assert default_config.hts.tracker_rows == 2
+    assert (cycles["decode"], cycles["enqueue"], cycles["issue"], cycles["dispatch"]) == (3, 5, 6, 7)
+    assert cycles["complete"] == 7 + START_DELAY + 921
     assert cycles["end"] == cycles["complete"] + 2 and result.cycles == cycles["end"] + 1
+
+
+@pytest.mark.parametrize("lanes,rows", [(16, 1), (8, 2), (5, 4), (1, 16)])
+def test_a_search_of_several_rows_delays_enqueue_and_the_next_decode(default_config, lanes, rows):
+    """A task searches the tracker a row of ``lanes`` entries a cycle from the cycle after
+    its decode and enters the window in the cycle of its last row; decode starts no
+    search while one goes on next cycle (stall ``scan``), so the next task decodes then."""
+    config = with_values(default_config, {"hts.tracker_lanes": lanes})
+    text = "real_fir 10 1 40 1 0 0 0 0\nreal_fir 11 1 41 1 1 0 0 0\n"
+    result = HTSModel(config, [assemble(text, config)], initial_memory(config)).run()
+    decodes = [e.cycle for e in result.trace.of("decode")]
+    enqueues = [e.cycle for e in result.trace.of("enqueue")]
+    assert decodes == [3, 3 + rows] and enqueues == [3 + rows, 3 + 2 * rows]
+    assert result.stalls.get("scan", 0) == rows - 1
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 16])
+def test_a_memory_branch_reads_after_the_last_row_of_its_search(default_config, lanes):
+    """An MR branch's read starts in the cycle of its search's last row: its resolution
+    comes ``rows - 1`` cycles later than with one row."""
+    resolved = {}
+    for lanes_now in (16, lanes):
+        config = with_values(default_config, {"hts.tracker_lanes": lanes_now})
+        text = "if 7 0 1 0 0 0 8 0\nreal_fir 10 1 40 1 0 0 0 0\n"        # MR EQ: 0 == 0, taken
+        result = HTSModel(config, [assemble(text, config)], initial_memory(config)).run()
+        resolved[lanes_now] = [e.cycle for e in result.trace.of("branch")]
+    assert resolved[lanes] == [cycle + config.hts.tracker_rows - 1 for cycle in resolved[16]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_a_search_row_by_row_finds_what_one_compare_of_every_entry_finds(data):
+    """With nothing released meanwhile, the rows together find exactly the entries a
+    one-cycle search of all of them finds, whatever the number of lanes."""
+    from hts.models.memory_tracker import MemoryTracker, Search, TrackerEntry, overlaps
+    entries = data.draw(st.integers(1, 12))
+    lanes = data.draw(st.integers(1, entries))
+    region = st.tuples(st.integers(0, 20), st.integers(0, 4))
+    tracker = MemoryTracker(entries, lanes)
+    for tag in range(entries):
+        if data.draw(st.booleans()):
+            tracker.allocate(tag, TrackerEntry(0, data.draw(region), data.draw(region)))
+    reads, writes = data.draw(region), data.draw(region)
+    ignoring = frozenset(data.draw(st.sets(st.integers(0, entries - 1))))
+    search = Search()
+    while not tracker.search_dependences(search, reads, writes, ignoring):
+        pass
+    assert search.row == -(-entries // lanes)
+    assert search.found == {tag for tag, entry in enumerate(tracker.entries)
+                            if entry is not None and tag not in ignoring and (
+                                overlaps(reads, entry.writes) or overlaps(writes, entry.reads)
+                                or overlaps(writes, entry.writes))}
 
 
 def test_a_jump_target_decodes_four_cycles_after_the_jump(default_config):

@@ -57,8 +57,8 @@ def test_every_other_proof_passes(config, block, group):
     ("small", "memory_tracker", "tags", "alloc_needs_free_tag", "assert never_allocated_twice"),
     # A task appended under the ID squashed in its cycle stays in the window.
     ("small", "window", "squash", "append_not_squashed", "assert no_entry_left_under_a_squashed_id"),
-    # A producer broadcast in its entry's allocation cycle makes that entry copyable the next cycle.
-    ("small", "tlb", "copy_back", "new_producer_not_released", "assert copy_offer_not_allocated_last_cycle"),
+    # A producer broadcast in its entry's allocation cycle leaves a young entry done.
+    ("small", "tlb", "copy_back", "new_producer_not_released", "assert young_entry_not_done"),
     # A task that starts reading the home chosen for a retarget is there when it is offered.
     ("small", "tlb", "copy_back", "retarget_choice_gains_no_access",
      "assert retarget_offer_touched_only_by_its_producer"),

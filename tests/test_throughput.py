@@ -96,22 +96,25 @@ def test_a_dispatch_is_matched_to_its_own_task_by_pid_pc_and_tag():
 
 # ---- on the model -------------------------------------------------------------------------
 
-def test_with_nothing_stalling_the_model_decodes_one_task_a_cycle(default_config):
-    """Timing contract: a task costs decode one cycle, the next decode is at t + 1."""
-    tasks = 32
-    config = _roomy(default_config, tasks)
+@pytest.mark.parametrize("lanes", [16, 8, 5])
+def test_with_nothing_stalling_the_model_decodes_one_task_a_search(default_config, lanes):
+    """Timing contract: the next task decodes when the tracker search of the last ends,
+    ``tracker_rows`` cycles after it (one with sixteen lanes, two with eight, four with five);
+    twelve tasks decode before the first completes."""
+    tasks = 12
+    config = with_values(_roomy(default_config, tasks), {"hts.tracker_lanes": lanes})
     assert in_flight_limit("independent", config) >= tasks
     result = _measured("independent", config, tasks)
     assert len(result.decodes) == tasks
-    assert result.overall_cycles_per_task == 1
+    assert result.overall_cycles_per_task == config.hts.tracker_rows
     assert result.burst == result.decodes
 
 
-def test_independent_tasks_decode_a_task_a_cycle_until_the_back_end_sets_the_rate(default_config):
+def test_independent_tasks_decode_a_task_a_search_until_the_back_end_sets_the_rate(default_config):
     result = _measured("independent", default_config, 64)
     assert len(result.decodes) == 64
     assert len(result.burst) >= 2
-    assert result.burst_cycles_per_task == 1
+    assert result.burst_cycles_per_task == default_config.hts.tracker_rows == 2
     # More tasks than fit in flight: after the burst, decode goes at the instances' pace.
     assert 64 > in_flight_limit("independent", default_config)
     assert result.steady_cycles_per_task == pytest.approx(back_end_cycles_per_task("independent", default_config),
@@ -123,10 +126,11 @@ def test_a_chain_task_waits_for_the_previous_one_so_its_latency_grows(default_co
     result = _measured("chain", default_config, 64)
     burst = len(result.burst)
     assert burst >= 2
-    # Decoded a cycle apart, dispatched a broadcast apart (start, latency, broadcast,
-    # dispatch: latency + 3): each waits latency + 2 cycles longer.
+    # Decoded a search apart (two cycles), dispatched a broadcast apart (start, latency,
+    # broadcast, dispatch: latency + 3): each waits latency + 1 cycles longer.
+    rows = default_config.hts.tracker_rows
     steps = [b - a for a, b in zip(result.latencies[:burst], result.latencies[1:burst])]
-    assert steps == [latency + START_DELAY + 1] * (burst - 1)
+    assert steps == [latency + START_DELAY + 2 - rows] * (burst - 1)
     assert result.latencies == sorted(result.latencies)
     # Afterwards a window slot frees once per task, when the previous one's broadcast lets the next go.
     assert result.steady_median_interval == latency + START_DELAY + 2

@@ -23,6 +23,7 @@ from hts.models.branch_unit import BranchUnit as BranchUnitModel, Resolution
 from hts.models.decode import Decode, ProcessContext
 from hts.models.gpr import GPRBank
 from hts.models.loop_stack import LoopStack
+from hts.models.memory_tracker import Search
 from hts.models.tlb import TLBEntry
 
 pytestmark = pytest.mark.rtl
@@ -57,13 +58,20 @@ class Fetch:
 
 
 class Tracker:
-    """The memory tracker's answer for a branch's block: the writers the test chose."""
+    """The memory tracker's answer for a branch's block, a row of tags a cycle: of the
+    writers the test chose, those in the row."""
 
-    def __init__(self):
+    def __init__(self, lanes: int, rows: int):
+        self.lanes, self.rows = lanes, rows
         self.writers = frozenset()
 
-    def writers_of(self, block: int, ignoring: frozenset[int]) -> frozenset[int]:
-        return self.writers - ignoring
+    def row_writers(self, row: int) -> frozenset[int]:
+        return frozenset(tag for tag in self.writers if tag // self.lanes == row)
+
+    def search_writers(self, search: Search, block: int, ignoring: frozenset[int]) -> bool:
+        search.found |= self.row_writers(search.row) - ignoring
+        search.row += 1
+        return search.row == self.rows
 
 
 class BranchSurroundings:
@@ -74,7 +82,7 @@ class BranchSurroundings:
         self.decode = Decode(config, [], 0, speculate=hts.speculation)
         self.processes = [ProcessContext(pid, None, Fetch(), GPRBank(hts.gprs), LoopStack(hts.loop_depth))
                           for pid in range(hts.processes)]
-        self.tracker = Tracker()
+        self.tracker = Tracker(hts.search_lanes, hts.tracker_rows)
         self.tlb = SimpleNamespace(translate_block=None)
 
     def end_of_cycle(self, t: int, released: set[int], outcome: Resolution, retarget: TLBEntry | None):
@@ -104,10 +112,12 @@ def slot_of(config, branch) -> int:
 
 
 def expected_fields(config, branch, cycle: int) -> dict:
-    """What the slot of ``branch`` holds at the start of ``cycle``."""
+    """What the slot of ``branch`` holds at the start of ``cycle``; a search under way keeps
+    in ``waits`` what its rows found."""
+    waits = branch.waits_for if branch.searched else branch.writer_search.found
     fields = {"pid": branch.pid, "pc": branch.pc, "target": min(branch.target, config.hts.program_words),
               "cond": branch.word.cond.value, "kind": BranchKind[branch.kind].value, "y": branch.y,
-              "block": branch.block, "waits": bits(branch.waits_for), "mask": branch.mask}
+              "block": branch.block, "waits": bits(waits), "mask": branch.mask}
     if branch.kind == "RR":
         fields["x"] = branch.x
     if branch.resolves_at is not None:
@@ -184,6 +194,12 @@ def test_branch_unit_matches_model(preset, seed, cycles):
                                                 if p.branches or p.mispredicted is not None), where
             in_tm = BranchUnitModel.reads_tm(model.processes, home)
             assert ctx.get(dut.reads_tm) == in_tm, where
+            # The tracker's row counter says whether the searching branch's row is its last.
+            rows_done = [branch.writer_search.row for branch in model.unit.searching(model.processes)]
+            ctx.set(dut.search_last, bool(rows_done) and rows_done[0] == model.tracker.rows - 1)
+            # Decode starts no search while one goes on next cycle (the "scan" stall).
+            scan_busy = model.unit.searching_next_cycle(model.processes, model.tracker)
+            assert ctx.get(dut.searching_next) == scan_busy, where
             seen.update(reads_tm=in_tm)
             entries = read_slots(ctx.get(dut.entries.as_value()))
 
@@ -237,14 +253,16 @@ def test_branch_unit_matches_model(preset, seed, cycles):
                         squash=len(squashed), confirm=len(confirmed), redirect=len(redirects),
                         together=len(resolved) > 1)
 
-            # The tracker search of last cycle's memory branch, if no squash removed it.
+            # The tracker search of a memory branch decoded before, a row a cycle, if no squash removed it.
             searching = [branch for branch in model.branches() if not branch.searched]
             for branch in searching:
                 assert ctx.get(dut.search_block) == branch.block, where
+            row = searching[0].writer_search.row if searching else 0
             model.tracker.writers = frozenset({tag for tag in busy if rng.random() < 0.4} or {busy[0]}
                                               if rng.random() < 0.5 else ())
-            ctx.set(dut.writers, bits(model.tracker.writers - cdb))
+            ctx.set(dut.writers, bits(model.tracker.row_writers(row) - cdb))
             model.unit.search(cycle, model.processes, model.tracker, frozenset(cdb))
+            seen.update(searched_over_rows=any(branch.writer_search.row > 1 for branch in searching))
             seen.update(branch.kind for branch in searching)
 
             # Step 8: decode, of a process that may decode now.
@@ -252,10 +270,13 @@ def test_branch_unit_matches_model(preset, seed, cycles):
             # Decode's "branch" stall: blocked, or restoring now (the model's resume_at).
             assert ctx.get(dut.blocked) | bits(pid for pid in squashed) == bits(stopped), where
             decodable = [p for p in model.processes if p.pid not in stopped]
-            decoded = None
+            decoded, word = None, None
             if decodable and rng.random() < 0.6:
                 proc = rng.choice(decodable)
                 word, pc = random_word(rng, config, proc.pid)
+                # Decode starts no search while one goes on (the "scan" stall).
+                word = None if word.memory_branch and scan_busy else word
+            if word is not None:
                 proc.gprs[word.a], proc.gprs[word.b] = rng.choice(VALUES), rng.choice(VALUES)
                 x, y = proc.gprs[word.a], proc.gprs[word.b]      # A and B may name one register
                 block = rng.choice(blocks)
@@ -293,7 +314,7 @@ def test_branch_unit_matches_model(preset, seed, cycles):
             seen.update(woken=len(reads), woken_at_search=any(branch in searching and branch.resolves_at is not None
                                                               for branch, _ in waiting))
             reads |= {(slot_of(config, branch), branch.block) for branch in searching
-                      if branch.kind == "MR" and branch in model.branches()}
+                      if branch.searched and branch.kind == "MR" and branch in model.branches()}
             read_valid, read_block = ctx.get(dut.read_valid), ctx.get(dut.read_block)
             requests = {(lane, read_block[lane]) for lane in lanes if read_valid >> lane & 1}
             assert requests == reads, where
@@ -315,6 +336,8 @@ def test_branch_unit_matches_model(preset, seed, cycles):
                  "MR", "BR", "speculated", "reads_tm"]
     if hts.spec_ids > 1:
         exercised += ["removed_while_due", "together", "reads_together"]
+    if hts.tracker_rows > 2:
+        exercised.append("searched_over_rows")
     assert all(seen[what] for what in exercised), seen
 
 

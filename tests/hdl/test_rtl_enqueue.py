@@ -13,11 +13,11 @@ import random
 import pytest
 from rtl_sim import drive_retarget, region_value, run
 
-from hts.base.config import load_config
+from hts.base.config import load_config, with_values
 from hts.hdl.enqueue import Enqueue
 from hts.models.copy_back import retarget_task
 from hts.models.enqueue import EnqueueStage
-from hts.models.memory_tracker import MemoryTracker, TrackerEntry
+from hts.models.memory_tracker import MemoryTracker, Search, TrackerEntry
 from hts.models.tlb import TLBEntry
 from hts.models.window import DecodedTask
 
@@ -79,46 +79,77 @@ def bits(tags) -> int:
     return sum(1 << tag for tag in tags)
 
 
+# rows: a search of four rows of five lanes, the last one short.
+CONFIGS = {"default": {}, "rows": {"hts.tracker_lanes": 5}}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
 @pytest.mark.parametrize("seed", range(8))
-def test_enqueue_stage_matches_the_model(seed):
+def test_enqueue_stage_matches_the_model(seed, name):
     rng = random.Random(seed)
-    config = load_config("default")
+    config = with_values(load_config("default"), CONFIGS[name])
     hts = config.hts
     dut = Enqueue(config)
     stage = EnqueueStage()
-    tracker = MemoryTracker(hts.tracker_entries)
+    tracker = MemoryTracker(hts.tracker_entries, hts.tracker_lanes)
     counts = {"appended": 0, "squashed": 0, "own tag left out": 0, "retargeted": 0}
+    if hts.tracker_rows > 1:
+        counts.update({"squashed mid-search": 0, "released mid-search": 0, "held retargeted": 0})
 
     async def bench(ctx):
         for cycle in range(400):
             where = f"seed {seed}, cycle {cycle}"
             held = stage.task
-            arriving = random_task(rng, config, cycle) if rng.random() < 0.7 else None
+            # The tracker's row counter says whether the held task's row is its last.
+            ctx.set(dut.search_last, held is not None and stage.search.row == tracker.rows - 1)
+            # Decode starts no search while one goes on next cycle (the "scan" stall).
+            busy = stage.searching_next_cycle(tracker)
+            assert ctx.get(dut.searching_next) == busy, where
+            arriving = random_task(rng, config, cycle) if rng.random() < 0.7 and not busy else None
             retarget = random_retarget(rng, arriving, hts.tracker_entries)
+            if arriving is None and held is not None and held.reads[1] and held.reads[0] >= HOME \
+                    and rng.random() < 0.3:
+                # The task searching on reads the copy; another task produces it.
+                producer = (held.tag + 1) % hts.tracker_entries
+                retarget = TLBEntry(0, 0, (HOME - SPAN, held.reads[1]), held.reads[0], 0, producer)
+            if retarget is not None and held is not None and retarget.producer == held.tag \
+                    and held.writes != (retarget.tm_base, retarget.home[1]):
+                retarget = None          # only the producer of a TM copy writes it
             squash = rng.getrandbits(hts.spec_ids) if rng.random() < 0.2 else 0
             confirm = rng.getrandbits(hts.spec_ids) & ~squash if rng.random() < 0.3 else 0
             broadcast = frozenset(tag for tag in range(hts.tracker_entries) if rng.random() < 0.1)
+            released = broadcast | {tag for tag in range(hts.tracker_entries) if rng.random() < 0.05}
             ctx.set(dut.decoded.valid, arriving is not None)
             if arriving is not None:
                 ctx.set(dut.decoded.task, task_value(arriving))
             ctx.set(dut.squash, squash)
             ctx.set(dut.confirm, confirm)
+            ctx.set(dut.release, bits(released))
             drive_retarget(ctx, dut, retarget, dut.decoded.reads_copy, arriving and arriving.reads)
 
-            # The tracker answers the held task's query, the broadcast tags aside.
+            # The tracker answers the held task's query for the row it compares now, the
+            # broadcast tags aside.
             random_tracker(rng, tracker, held)
             query = ctx.get(dut.query_reads), ctx.get(dut.query_writes)
             regions = [(int(region.base), int(region.blocks)) for region in query]
-            ctx.set(dut.depends, bits(tracker.dependences(*regions, ignoring=broadcast)))
+            row = Search(row=stage.search.row if held is not None else 0)
+            tracker.search_dependences(row, *regions, ignoring=broadcast)
+            ctx.set(dut.depends, bits(row.found))
+            # The row holds the task's own entry, which its waits must leave out.
+            counts["own tag left out"] += held is not None and held.tag in row.found
 
             assert ctx.get(dut.occupied) == (held is not None), where
+            staying = None
             if held is not None and held.mask & squash:
                 stage.remove()
                 assert ctx.get(dut.squashed_tags) == 1 << held.tag and not ctx.get(dut.append), where
                 counts["squashed"] += 1
+                if "squashed mid-search" in counts:
+                    counts["squashed mid-search"] += stage.search.row > 0
             else:
                 assert not ctx.get(dut.squashed_tags), where
                 leaving = stage.step(tracker, broadcast)
+                staying = stage.task
                 assert ctx.get(dut.append) == (leaving is not None), where
                 if leaving is not None:
                     assert regions == [leaving.reads, leaving.writes], where
@@ -130,12 +161,20 @@ def test_enqueue_stage_matches_the_model(seed):
                     assert (held_view.pid, held_view.pc, held_view.waits) == \
                         (leaving.pid, leaving.pc, bits(leaving.waits_for)), where
                     counts["appended"] += 1
-                    counts["own tag left out"] += leaving.tag not in broadcast and bool(
-                        tracker.dependences(leaving.reads, leaving.writes, frozenset()) & {leaving.tag})
             assert ctx.get(dut.queued_tags) == (1 << held.tag if held is not None else 0), where
             await ctx.tick()
 
-            # End of cycle: the arriving task is held, with the confirm and the retarget applied.
+            # End of cycle: a task staying keeps searching, less the released tags, with
+            # the confirm and the retarget applied; the arriving task is held likewise.
+            if staying is not None:
+                if "released mid-search" in counts:
+                    counts["released mid-search"] += bool(stage.search.found & released)
+                stage.search.release(released)
+                staying.mask &= ~confirm
+                if retarget is not None:
+                    before = staying.reads, staying.writes
+                    retarget_task(staying, retarget)
+                    counts["held retargeted"] += before != (staying.reads, staying.writes)
             if arriving is not None:
                 stage.hold(arriving)
                 arriving.mask &= ~confirm

@@ -26,7 +26,7 @@ from configs import config_named
 from rtl_sim import drive_retarget, region_value, run
 
 from hts.hdl.memory_tracker import MemoryTracker
-from hts.models.memory_tracker import MemoryTracker as Model, TrackerEntry, overlaps
+from hts.models.memory_tracker import MemoryTracker as Model, Search, TrackerEntry, overlaps
 from hts.models.tlb import TLBEntry
 
 pytestmark = pytest.mark.rtl
@@ -74,11 +74,28 @@ def random_retarget(rng: random.Random, entries: list, released: set[int], new_e
                     producer=producer)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny", "uneven"])
+def one_row_search(model: Model, branch: bool, block: int, reads, writes, ignoring, row: int = 0) -> set[int]:
+    """What row ``row`` of a search finds: a memory branch's writers of ``block``, or a task's dependences."""
+    search = Search(row=row)
+    if branch:
+        model.search_writers(search, block, frozenset(ignoring))
+    else:
+        model.search_dependences(search, reads, writes, frozenset(ignoring))
+    return search.found
+
+
+# Searches of one row, each cycle's query compared with every entry (the rows have their
+# own test below): the default with sixteen lanes; uneven: fewer TLB slots than tags, so
+# that the rows and columns of ``touches`` differ.
+ONE_ROW = {"one_row": ("default", {"hts.tracker_lanes": 16}),
+           "uneven": ("default", {"hts.tracker_entries": 6, "hts.tlb_entries": 4})}
+
+
+@pytest.mark.parametrize("preset", ["one_row", "tiny", "uneven"])
 @pytest.mark.parametrize("seed", range(3))
 def test_tracker_matches_model(preset, seed):
-    # uneven: fewer TLB slots than tags, so that rows and columns differ.
-    config = config_named(preset, {"uneven": ("default", {"hts.tracker_entries": 6, "hts.tlb_entries": 4})})
+    config = config_named(preset, ONE_ROW)
+    assert config.hts.tracker_rows == 1
     count, slots, home_blocks = config.hts.tracker_entries, config.hts.tlb_entries, config.memory.blocks
     dut, rng = MemoryTracker(config), random.Random(seed)
     model = Model(count)
@@ -106,8 +123,7 @@ def test_tracker_matches_model(preset, seed):
             ctx.set(dut.ignoring, sum(1 << tag for tag in ignoring))
 
             where = f"seed {seed}, cycle {cycle}"
-            expected = model.writers_of(block, frozenset(ignoring)) if branch else \
-                model.dependences(reads, (0, 0) if new_home else writes, frozenset(ignoring))
+            expected = one_row_search(model, branch, block, reads, (0, 0) if new_home else writes, ignoring)
             assert ctx.get(dut.depends) == sum(1 << tag for tag in expected), where
             seen["branch writers found"] += branch and bool(expected)
             has_free = None in model.entries
@@ -197,3 +213,59 @@ def test_tracker_matches_model(preset, seed):
     exercised = ["producers", "new tag", "record read", "TLB entry with a new tag", "TLB entry with a retarget",
                  "retarget home touches a slot", "branch writers found"] + (["readers", "new reader"] if count > 1 else [])
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
+
+
+@pytest.mark.parametrize("lanes", [1, 3, 4])
+@pytest.mark.parametrize("seed", range(2))
+def test_a_search_compares_one_row_of_lanes_a_cycle(lanes, seed):
+    """Ten tags in rows of ``lanes`` (the last row short with 3 and 4 lanes): a search handed
+    over at an edge compares row 0 the next cycle, then one more row a cycle; in each cycle
+    only the tags of that row can be found, exactly those the model's row finds."""
+    config = config_named("rows", {"rows": ("default", {"hts.tracker_entries": 10, "hts.tracker_lanes": lanes})})
+    home_blocks, rows = config.memory.blocks, config.hts.tracker_rows
+    dut, rng, model = MemoryTracker(config), random.Random(seed), Model(10, lanes)
+    seen = Counter()
+
+    async def bench(ctx):
+        row = None                        # the row of the search under way, None when none is
+        for cycle in range(300):
+            if row is not None:
+                assert (ctx.get(dut.search_row), ctx.get(dut.search_last)) == (row, row == rows - 1), \
+                    f"seed {seed}, cycle {cycle}"
+            reads, writes = random_region(rng, home_blocks), random_region(rng, home_blocks)
+            valid = [tag for tag, entry in enumerate(model.entries) if entry is not None]
+            ignoring = {tag for tag in valid if rng.random() < 0.2}
+            branch = rng.random() < 0.3
+            block = rng.randrange(home_blocks - SPAN, home_blocks + SPAN)
+            query = ((block, 1), (0, 0)) if branch else (reads, writes)
+            ctx.set(dut.query_reads, region_value(query[0]))
+            ctx.set(dut.query_writes, region_value(query[1]))
+            ctx.set(dut.ignoring, sum(1 << tag for tag in ignoring))
+            if row is not None:
+                expected = one_row_search(model, branch, block, reads, writes, ignoring, row)
+                assert ctx.get(dut.depends) == sum(1 << tag for tag in expected), f"seed {seed}, cycle {cycle}"
+                seen["found in a later row"] += any(tag >= lanes for tag in expected)
+            # Decode hands a search over only in the last row of the one under way, or
+            # when none is (the counter goes on past the last row, unread).
+            start = (row is None or row == rows - 1) and rng.random() < 0.7
+            ctx.set(dut.search_start, start)
+
+            # Mostly full, so that later rows hold entries to find.
+            allocate = None in model.entries and rng.random() < 0.8
+            released = {tag for tag in valid if rng.random() < 0.1}
+            if allocate:
+                new_tag = model.free_tag()
+                entry = TrackerEntry(0, random_region(rng, home_blocks), random_region(rng, home_blocks))
+                ctx.set(dut.alloc_entry, {"pid": 0, "reads": region_value(entry.reads),
+                                          "writes": region_value(entry.writes), "pc": 0, "task_id": 0, "metadata": 0})
+            ctx.set(dut.alloc, allocate)
+            ctx.set(dut.release, sum(1 << tag for tag in released))
+            await ctx.tick()
+            for tag in released:
+                model.free(tag)
+            if allocate:
+                model.allocate(new_tag, entry)
+            row = 0 if start else None if row is None or row == rows - 1 else row + 1
+        assert seen["found in a later row"] > 20, seen
+
+    run(dut, bench)
