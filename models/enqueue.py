@@ -43,7 +43,7 @@ class EnqueueStage:
                                                                ignoring=broadcast | {self.task.tag}):
             return None
         task = self.remove()
-        task.waits_for = self.search.found
+        task.waits_for = set(self.search.found)     # its own set: the search is the stage's
         return task
 
     def searching_next_cycle(self, tracker: MemoryTracker) -> bool:
