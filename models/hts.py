@@ -150,7 +150,9 @@ class HTSModel:
     def _resolve_branches(self, t: int) -> bool:
         """The branch unit squashes and resolves; the squashes reach every queue now, the
         confirmed and freed IDs at the end of the cycle."""
-        searching = [branch for branch in self.branch_unit.searching(self.processes) if branch.writer_search.row]
+        # Coverage's corners are looked for only for an observer: the unobserved run stays lean.
+        searching = [branch for branch in self.branch_unit.searching(self.processes)
+                     if branch.writer_search.row] if self.observer is not None else []
         outcome = self.branch_unit.resolve(t, self.processes, self.memory)
         if any(branch not in self.processes[branch.pid].branches for branch in searching):
             self._search_corners.add("squashed")
@@ -286,8 +288,9 @@ class HTSModel:
         if tags:
             for task in self.window.tasks + [task for station in self.stations for task in station.tasks]:
                 task.waits_for -= tags
-            searches = [self.enqueue.search, *(b.writer_search for b in self.branch_unit.searching(self.processes))]
-            if any(search.found & tags for search in searches):
+            if self.observer is not None and any(
+                    search.found & tags for search in
+                    [self.enqueue.search, *(b.writer_search for b in self.branch_unit.searching(self.processes))]):
                 self._search_corners.add("released")
             self.enqueue.search.release(tags)
             self.branch_unit.wake(t, self.processes, tags)
