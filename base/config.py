@@ -103,6 +103,8 @@ class SchedulerConfig:
     tracker_entries: int = param(16, lo=1, hi=1024, doc="memory tracker entries (in-flight output regions)")
     tracker_lanes: int = param(8, lo=1, hi=1024, doc="tracker entries a search compares per cycle: a search "
                                "takes ceil(tracker_entries / tracker_lanes) cycles")
+    successor_slots: int = param(16, lo=2, hi=1024, doc="slots of a producer's successor list (tasks waiting for "
+                                 "it); decode starts no task while a list in flight has fewer than two free")
     tlb_entries: int = param(8, lo=1, hi=1024, doc="Task Lookup Buffer entries (speculative region mappings)")
     tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
     gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")

@@ -40,15 +40,15 @@ SYSTEMS = {
 }
 
 
-# Comparator lanes of the tracker where the drawn system has other than one row: "small"
-# searches its 12 entries in three rows of five lanes, the last row short.
-TRACKER_LANES = {"small": 5}
+# Scheduler sizes set over the drawn ones: "small" searches its 12 entries in three rows of
+# five lanes, the last row short, and keeps four successors a producer, so lists fill.
+SCHEDULER_SIZES = {"small": {"tracker_lanes": 5, "successor_slots": 4}}
 
 
 def fuzz_system(name: str) -> SystemConfig:
     config = random_config(random.Random(SYSTEMS[name]), processes=2)
-    if name in TRACKER_LANES:
-        config = dataclasses.replace(config, hts=dataclasses.replace(config.hts, tracker_lanes=TRACKER_LANES[name]))
+    if name in SCHEDULER_SIZES:
+        config = dataclasses.replace(config, hts=dataclasses.replace(config.hts, **SCHEDULER_SIZES[name]))
     return dataclasses.replace(config, source=f"<fuzz system {name}>")
 
 

@@ -46,7 +46,9 @@ def random_config(rng: random.Random, processes: int | None = None) -> SystemCon
         tlb_entries=pick(1, 8), tm_blocks=rng.choice([1, 2, _MAX_REGION, 8, 32]), gprs=8, loop_depth=3,
         dispatch_width=pick(1, 3), cdb_width=pick(1, 2), processes=procs, speculation=rng.random() < 0.8,
         spec_ids=pick(1, 4), copyback_words_per_cycle=rng.choice([1, 4, 16]))
-    hts = dataclasses.replace(hts, tracker_lanes=_tracker_lanes(_side_stream(rng), hts.tracker_entries))
+    side = _side_stream(rng)
+    hts = dataclasses.replace(hts, tracker_lanes=_tracker_lanes(side, hts.tracker_entries),
+                              successor_slots=side.choice([2, 3, 16]))
     return SystemConfig(memory=MemoryConfig(block_words=8, blocks=SLICE_BLOCKS * procs), accelerators=accelerators,
                         hts=hts, timing=TimingConfig(interrupt_latency=rng.randint(0, 50), l2_latency=rng.randint(0, 5),
                                                      memory_latency=rng.randint(5, 90)), source="<random>")

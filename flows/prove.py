@@ -39,6 +39,7 @@ BLOCKS = {
     "dispatch": "dispatch:DispatchHarness",
     "pipeline": "pipeline:PipelineHarness",
     "enqueue": "enqueue:EnqueueHarness",
+    "wakeup": "wakeup:WakeUpHarness",
     "branch_unit": "branch_unit:BranchUnitHarness",
     "retire": "retire:RetireHarness",
     "gpr": "gpr:GprHarness",

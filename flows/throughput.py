@@ -26,6 +26,7 @@ from hts.isa import FIELDS
 from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel, RunResult
 from hts.models.memory import initial_memory
+from hts.models.wakeup import WAKE_DELAY
 
 from .plots import plot_decode_times
 
@@ -179,10 +180,13 @@ def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
     A task starts ``START_DELAY`` (one) cycle after its dispatch grant; its completion is
     granted latency cycles after the start and broadcast the cycle after; the instance
     is freed at the end of the broadcast's cycle, so the next task dispatches two cycles
-    after the completion. A chain's next task waits for that broadcast too.
+    after the completion. A chain's next task waits for that broadcast and for the walk of
+    its producer's list (``WAKE_DELAY`` cycles more).
     """
     acc = shortest_class(config)
-    return (acc.latency + START_DELAY + 2) / (acc.count if kind == "independent" else 1)
+    if kind == "independent":
+        return (acc.latency + START_DELAY + 2) / acc.count
+    return acc.latency + START_DELAY + 2 + WAKE_DELAY
 
 
 def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult) -> str:
@@ -195,8 +199,8 @@ def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult)
         lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + {START_DELAY + 2} cycles a task: {bound}"]
     else:
         running, limiter = 1, "chain"
-        lines = [f"dependences: each task dispatches the cycle after the previous one's broadcast "
-                 f"(two after its completion): {bound}"]
+        lines = [f"dependences: each task dispatches once the previous one's broadcast has woken it "
+                 f"({2 + WAKE_DELAY} cycles after its completion): {bound}"]
     if tasks > limit:
         lines.append(f"decode stalls at {limit} tasks in flight (window {hts.window} + station {hts.rs_entries} "
                      f"+ {running} running, or tracker {hts.tracker_entries}): after the burst the {limiter}, "

@@ -20,14 +20,15 @@ class EnqueueHarness(Harness):
     ``append``) and report its tag in ``squashed_tags``, which the top level releases. The
     task arriving at the edge of the squash cycle is decode's, which never decodes under an
     ID being squashed (``arrival_not_squashed``); with that, nothing under a squashed ID is
-    held the cycle after. The task goes to the window in its last row's cycle, waiting for
-    no tag released at an edge of its search.
+    held the cycle after. Each cycle of its search the task registers with what the row
+    found, its own tag aside, unless squashed then; it goes to the window in its last row's
+    cycle.
     """
 
     # The base case spans reset, an arrival, the squash of the held task and the cycle after.
     GROUPS = (PropertyGroup("squash", "prove", 4),
               PropertyGroup("search", "prove", lambda config: config.hts.tracker_rows + 2))
-    ASSUMPTIONS = ("arrival_not_squashed", "arrival_waits_for_the_search", "no_released_tag_found")
+    ASSUMPTIONS = ("arrival_not_squashed", "arrival_waits_for_the_search")
 
     def build(self, m: Module):
         stage = m.submodules.enqueue = Enqueue(self.config)
@@ -56,17 +57,16 @@ class EnqueueHarness(Harness):
         if self.config.hts.spec_ids > 1:   # one ID cannot squash one task and spare another
             self.cover(m, "squash", "squash_spares_the_held_task",
                        stage.occupied & squash.any() & ~hit & held.mask.any())
-        self._search(m, stage, tags)
+        self._search(m, stage, tags, hit)
 
-    def _search(self, m: Module, stage: Enqueue, tags: int):
-        """What a search found and was released since is not waited for; the task stays until
-        the tracker's last row, and not past it."""
-        released_since = Signal(tags)       # tags released at an edge of the held task's search
-        m.d.sync += released_since.eq(Mux(stage.decoded.valid, 0, released_since | stage.release))
-        # A released tag is free, and no tag is allocated during a search (decode waits):
-        # the tracker finds none of them.
-        self.assume(m, "no_released_tag_found", (stage.depends & released_since) == 0)
-        self.check(m, "search", "released_tags_not_waited_for", (stage.held.waits & released_since) == 0)
+    def _search(self, m: Module, stage: Enqueue, tags: int, hit):
+        """The task registers with each row's finds, its own tag aside, unless squashed; it
+        stays until the tracker's last row, and not past it."""
+        own = index_set([1], [stage.held.tag], tags)
+        self.check(m, "search", "registers_while_held_and_not_squashed", stage.register == (stage.occupied & ~hit))
+        self.check(m, "search", "registers_with_the_row_less_its_own_tag",
+                   ~stage.occupied | (stage.producers == (stage.depends & ~own)))
+        self.cover(m, "search", "registers_with_a_producer", stage.register & stage.producers.any())
         if self.config.hts.tracker_rows > 1:
             self.check(m, "search", "held_until_the_last_row",
                        stage.searching_next == (stage.occupied & ~stage.search_last))

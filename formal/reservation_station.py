@@ -2,22 +2,22 @@
 
 from amaranth.hdl import Cat, Module
 
-from hts.hdl.primitives import popcount
+from hts.hdl.primitives import oldest, popcount
 from hts.hdl.reservation_station import ReservationStation
 
-from .harness import Harness, PropertyGroup, free_inputs
-from .queues import age_order_properties, registered_squash, squash_properties
+from .harness import Harness, PropertyGroup, free_inputs, strict_total_order
+from .queues import registered_squash, squash_properties
 
 __all__ = ["ReservationStationHarness"]
 
 
 class ReservationStationHarness(Harness):
-    """A station with the window, the dispatch arbiter and the branch unit left free."""
+    """A station with the window, the dispatch arbiter, the wake-up and the branch unit left free."""
 
     # The squash's base case spans reset, an arrival, the squash and the cycle after, so
     # that a squash missing an entry fails as a counterexample from reset.
-    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4))
-    ASSUMPTIONS = ("insert_only_with_room", "inserts_not_squashed", "inserts_waits_clear_of_their_waits")
+    GROUPS = (PropertyGroup("ready_order", "prove", 2), PropertyGroup("squash", "prove", 4))
+    ASSUMPTIONS = ("insert_only_with_room", "inserts_not_squashed", "tags_distinct")
 
     def build(self, m: Module):
         station = m.submodules.station = ReservationStation(self.config)
@@ -31,11 +31,22 @@ class ReservationStationHarness(Harness):
         self.assume(m, "inserts_not_squashed",
                     Cat(*(~valid | ((task.mask & squash) == 0)
                           for valid, task in zip(station.insert_valid, station.insert_task))).all())
-        # The window reduces each inserted task's waits less the broadcast
-        # (``issue_waits_clear_of_the_issued_waits``, proved in the window's harness).
-        self.assume(m, "inserts_waits_clear_of_their_waits",
-                    Cat(*(~valid | (clear == ~(task.waits & ~station.broadcast).any())
-                          for valid, clear, task in zip(station.insert_valid, station.insert_waits_clear,
-                                                        station.insert_task))).all())
-        age_order_properties(self, m, station)
+        # A tag names one task in flight: the wake-up's tag meets one slot or arrival at most.
+        tags = [(valid, entry.tag) for valid, entry in zip(station.valid, station.entries)]
+        tags += [(valid, task.tag) for valid, task in zip(station.insert_valid, station.insert_task)]
+        self.assume(m, "tags_distinct", Cat(*(~(a_valid & b_valid) | (a_tag != b_tag)
+                                              for i, (a_valid, a_tag) in enumerate(tags)
+                                              for b_valid, b_tag in tags[i + 1:])).all())
+        ready = Cat(*(valid & entry.ready for valid, entry in zip(station.valid, station.entries)))
+        for name, holds in strict_total_order(ready, station.older).items():
+            self.check(m, "ready_order", name, holds)
+        # The offer is the slot ready first, and a slot is offered only if it is ready.
+        first = Cat(*oldest(ready & ~station.doomed, station.older))
+        self.check(m, "ready_order", "offers_the_first_ready",
+                   station.offer_valid == (ready & ~station.doomed).any())
+        self.check(m, "ready_order", "offered_task_is_the_first_ready",
+                   ~station.offer_valid | Cat(*(~chosen | (station.offer_task.tag == entry.tag)
+                                                for chosen, entry in zip(first, station.entries))).all())
+        if self.config.hts.rs_entries > 1:
+            self.cover(m, "ready_order", "two_ready_slots", popcount(ready) >= 2)
         squash_properties(self, m, station, squash)

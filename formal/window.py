@@ -1,6 +1,6 @@
 """Formal harness of the dispatch window (``hts.hdl.window.DispatchWindow``)."""
 
-from amaranth.hdl import Cat, Module
+from amaranth.hdl import Cat, Module, Signal
 
 from hts.hdl.window import DispatchWindow
 
@@ -15,7 +15,8 @@ class WindowHarness(Harness):
 
     # The squash's base case spans reset, an arrival, the squash and the cycle after, so
     # that a squash missing an entry fails as a counterexample from reset.
-    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4))
+    GROUPS = (PropertyGroup("age_order", "prove", 2), PropertyGroup("squash", "prove", 4),
+              PropertyGroup("wake", "prove", 2))
     ASSUMPTIONS = ("append_only_with_room", "station_room_in_range", "append_not_squashed")
 
     def build(self, m: Module):
@@ -36,9 +37,13 @@ class WindowHarness(Harness):
         self.check(m, "squash", "issues_no_squashed_task",
                    Cat(*(~valid | ((task.mask & squash) == 0)
                          for valid, task in zip(window.issue_valid, window.issue_task))).all())
-        # One task per issue position: it rests on the age matrix being an order, so it
-        # is proved in that group, whose induction has the order.
-        self.check(m, "age_order", "issue_waits_clear_of_the_issued_waits",
-                   Cat(*(~valid | (clear == ~(task.waits & ~window.broadcast).any())
-                         for valid, clear, task in zip(window.issue_valid, window.issue_waits_clear,
-                                                       window.issue_task))).all())
+        # The wake-up reaches every queued task: the cycle after, a task that stayed with the
+        # woken tag is ready. (The task appended takes its readiness from the enqueue stage.)
+        was_woken, woken_tag = Signal(), Signal.like(window.woken.tag)
+        was_valid = Signal.like(window.valid)
+        m.d.sync += [was_woken.eq(window.woken.valid), woken_tag.eq(window.woken.tag), was_valid.eq(window.valid)]
+        stayed_woken = [stayed & valid & (entry.tag == woken_tag)
+                        for stayed, valid, entry in zip(was_valid, window.valid, window.entries)]
+        self.check(m, "wake", "a_woken_task_is_ready",
+                   ~was_woken | Cat(*(~hit | entry.ready for hit, entry in zip(stayed_woken, window.entries))).all())
+        self.cover(m, "wake", "a_task_woken", was_woken & Cat(*stayed_woken).any())

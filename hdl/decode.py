@@ -147,6 +147,8 @@ class Decode(wiring.Component):
         Room for a task besides the enqueue stage's; the lowest free tag.
     scan_busy : In
         A tracker search goes on next cycle: no task or memory branch decodes now.
+    successors_full : In
+        A successor list in flight has fewer than two free slots: no task decodes now.
     tracker_alloc, tracker_alloc_entry, enqueue : Out
         The task decoded: its tracker entry, and the task (``decoded_signature``) itself.
     tlb_lookahead : Out, per process
@@ -191,6 +193,7 @@ class Decode(wiring.Component):
             "window_has_room": In(1),
             "scan_busy": In(1),
             "tracker_has_free": In(1),
+            "successors_full": In(1),
             "tracker_free_tag": In(widths.tag),
             "tracker_alloc": Out(1),
             "tracker_alloc_entry": Out(tracker_entry_layout(config)),
@@ -515,6 +518,7 @@ class Decode(wiring.Component):
             (self.scan_busy, Stall.SCAN),
             (~self.window_has_room, Stall.WINDOW_FULL),
             (~self.tracker_has_free, Stall.TRACKER_FULL),
+            (self.successors_full, Stall.SUCCESSORS_FULL),
             (faulting, fault_stall),
             ((word.b != 0) & self.tlb_read_hit & ~self.tlb_read_copy.any(), Stall.TLB_CONFLICT),
             (speculative_output & ~self.tlb_has_room, Stall.TLB_FULL),

@@ -4,7 +4,7 @@ RTL of ``hts.models.enqueue``: the task decoded before searches the tracker from
 row of entries a cycle (docs/microarchitecture.md, "Enqueue's cycle").
 """
 
-from amaranth.hdl import Const, Module, Mux, Signal, Value
+from amaranth.hdl import Const, Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -33,15 +33,20 @@ class Enqueue(wiring.Component):
     query_reads, query_writes, depends, search_last : Out, Out, In, In
         The tracker search with the held task's ranges, the tags of this cycle's row they
         meet, and whether the row is the last.
-    searching_next, release : Out, In
-        The search goes on next cycle (decode starts none); the tags released at the edge,
-        which leave what earlier rows found.
+    searching_next : Out
+        The search goes on next cycle (decode starts none).
+    register, producers, row_found : Out, Out, In
+        To the wake-up: the held task registers with ``depends`` less its own tag, unless
+        squashed now; how many that is.
     squash, squashed_tags : In, Out
         A held task under a squashed ID is dropped and its tag released.
+    ready : In
+        From the wake-up: the held task waits for nothing after the edge.
     append, append_task : Out
-        To the window: the held task, waiting for ``depends`` less its own tag.
-    queued_tags, held : Out
-        Its tag, to the copy-back engine; the whole task, to the trace.
+        To the window: the held task, in the cycle of its last row.
+    queued_tags, held, producers_found : Out
+        Its tag, to the copy-back engine; the whole task and how many producers its search
+        found, to the trace.
     confirm, retarget, retarget_tm, retarget_home, retarget_producer, retarget_slot : In
         Applied to the arriving task at the edge.
     """
@@ -57,8 +62,12 @@ class Enqueue(wiring.Component):
             "query_writes": Out(region),
             "search_last": In(1),
             "searching_next": Out(1),
-            "release": In(tags),
             "depends": In(tags),
+            "register": Out(1),
+            "producers": Out(tags),
+            "row_found": In(range(hts.search_lanes + 1)),
+            "ready": In(1),
+            "producers_found": Out(range(max(tags, 2))),
             "squash": In(hts.spec_ids),
             "squashed_tags": Out(tags),
             "append": Out(1),
@@ -84,7 +93,7 @@ class Enqueue(wiring.Component):
         staying = self.occupied & ~last_row & ~squashed
         m.d.sync += self.occupied.eq(self.decoded.valid | staying)
         self._take(m, task, staying)
-        found = self._found(m, own_tag, staying)
+        self._register(m, own_tag, squashed, staying)
         m.d.comb += [
             own_tag.eq(index_set([self.occupied], [task.tag], self._tags)),
             self.query_reads.eq(task.reads),
@@ -94,11 +103,11 @@ class Enqueue(wiring.Component):
             self.squashed_tags.eq(Mux(squashed, own_tag, 0)),
             self.append.eq(self.occupied & last_row & ~squashed),
             *whole_task(self.held, task),
-            self.held.waits.eq(found),
+            self.held.ready.eq(self.ready),
             self.append_task.tag.eq(task.tag),
             self.append_task.accel_class.eq(task.accel_class),
             self.append_task.mask.eq(task.mask),
-            self.append_task.waits.eq(self.held.waits),
+            self.append_task.ready.eq(self.ready),
         ]
         return m
 
@@ -117,12 +126,13 @@ class Enqueue(wiring.Component):
             task.writes.eq(Mux(staying, held_writes, arriving_writes)),
         ]
 
-    def _found(self, m: Module, own_tag, staying) -> Value:
-        """The tags the held task waits for: this row's, and those earlier rows found that were
-        not released since."""
-        this_row = self.depends & ~mutable("enqueue_waits_on_itself", own_tag, 0)
+    def _register(self, m: Module, own_tag, squashed, staying):
+        """The held task registers with what this row found; the count of them so far, for the trace."""
+        m.d.comb += [self.register.eq(self.occupied & ~squashed),
+                     self.producers.eq(self.depends & ~mutable("enqueue_waits_on_itself", own_tag, 0))]
         if self._rows == 1:
-            return this_row
-        earlier = Signal(self._tags, reset_less=True)
-        m.d.sync += earlier.eq(Mux(staying, (earlier | this_row) & ~self.release, 0))
-        return mutable("search_forgets_rows", earlier | this_row, this_row)
+            m.d.comb += self.producers_found.eq(self.row_found)
+            return
+        earlier = Signal.like(self.producers_found, name="found_earlier", reset_less=True)
+        m.d.sync += earlier.eq(Mux(staying, self.producers_found, 0))
+        m.d.comb += self.producers_found.eq(earlier + self.row_found)

@@ -29,6 +29,7 @@ from .primitives import entry_of, index_set, overlaps, wire
 from .reservation_station import ReservationStation
 from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
+from .wakeup import WakeUp
 from .window import DispatchWindow
 
 __all__ = ["HTS", "connect_completion", "connect_issue_and_dispatch", "queued_tag_sets", "gathered_tag_sets",
@@ -68,7 +69,6 @@ def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
             station.take.eq(arbiter.take[class_index]),
             window.station_room[class_index].eq(station.room),
             station.insert_task.eq(window.issue_task),
-            station.insert_waits_clear.eq(window.issue_waits_clear),
             station.insert_valid.eq(Cat(*(to[class_index] for to in window.issue_to))),
         ]
 
@@ -148,7 +148,7 @@ class HTS(wiring.Component):
         Memory ports: branch reads, the copy-back engine's, each core's (``dma_signature``).
     events : Out(trace_layout)
         The trace port (not ``trace``: Verilator gives its models a ``trace`` method).
-    queues, decode, enqueue, tracker, tlb, window, stations, arbiter, asr, cdb, branch_unit, copy_back, shells
+    queues, decode, enqueue, tracker, wakeup, tlb, window, stations, arbiter, asr, cdb, branch_unit, copy_back, shells
         The blocks, for tests and the synthesis report.
     """
 
@@ -168,6 +168,7 @@ class HTS(wiring.Component):
         self.decode = Decode(config)
         self.enqueue = Enqueue(config)
         self.tracker = MemoryTracker(config)
+        self.wakeup = WakeUp(config)
         self.tlb = TaskLookupBuffer(config)
         self.window = DispatchWindow(config)
         self.stations = [ReservationStation(config) for _ in config.accelerators]
@@ -189,6 +190,7 @@ class HTS(wiring.Component):
         m.submodules.decode = decode
         m.submodules.enqueue = enqueue
         m.submodules.tracker = tracker
+        m.submodules.wakeup = wakeup = self.wakeup
         m.submodules.tlb = tlb
         m.submodules.window = window
         for class_index, station in enumerate(stations):
@@ -221,9 +223,21 @@ class HTS(wiring.Component):
         # ---- end-of-cycle updates of every block that holds tasks or branches -------------
         for queue in [window, *stations]:
             m.d.comb += [queue.squash_next.eq(branch_unit.squash_next), queue.confirm.eq(branch_unit.confirm),
-                         queue.broadcast.eq(released)]
-        m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm),
-                     enqueue.release.eq(released)]
+                         queue.woken.eq(wakeup.woken)]
+        m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
+        # The wake-up: the enqueue stage registers its task a row a cycle; released tags are walked.
+        m.d.comb += [
+            wakeup.register.eq(enqueue.register),
+            wakeup.waiter.eq(enqueue.held.tag),
+            wakeup.producers.eq(enqueue.producers),
+            wakeup.search_row.eq(tracker.search_row),
+            enqueue.row_found.eq(wakeup.row_found),
+            enqueue.ready.eq(wakeup.waiter_ready),
+            wakeup.release.eq(released),
+            wakeup.tracked.eq(tracker.valid),
+            tracker.held.eq(wakeup.held),
+            decode.successors_full.eq(wakeup.successors_full),
+        ]
         # The retarget rewrites the ranges of queued tasks in the tracker, where they are
         # kept, and of the task entering the enqueue stage, which searches with them.
         m.d.comb += [
@@ -286,7 +300,7 @@ class HTS(wiring.Component):
             trace.enqueue.pid.eq(enqueue.held.pid),
             trace.enqueue.pc.eq(enqueue.held.pc),
             trace.enqueue.tag.eq(enqueue.held.tag),
-            trace.enqueue.waits.eq(enqueue.held.waits),
+            trace.enqueue.producers.eq(enqueue.producers_found),
         ]
         for flat, shell in enumerate(shells):
             held = trace.held[flat]

@@ -123,12 +123,12 @@ def record_read_signature(config: SystemConfig) -> wiring.Signature:
 
 
 def queued_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as window and stations hold it: tag, class, speculation ``mask``, ``waits`` (tags)."""
+    """A task as window and stations hold it: tag, class, speculation ``mask``, whether it is ``ready``."""
     return data.StructLayout({
         "tag": config.widths.tag,
         "accel_class": config.widths.accel_class,
         "mask": config.hts.spec_ids,
-        "waits": config.hts.tracker_entries,
+        "ready": 1,
     })
 
 
@@ -147,7 +147,7 @@ def task_layout(config: SystemConfig) -> data.StructLayout:
         "writes": region,
         "metadata": _field_width("metadata"),
         "mask": config.hts.spec_ids,
-        "waits": config.hts.tracker_entries,
+        "ready": 1,
     })
 
 
@@ -171,8 +171,8 @@ def held_task_layout(config: SystemConfig) -> data.StructLayout:
 
 
 def decoded_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as decode hands it to the enqueue stage: all but ``waits``."""
-    return data.StructLayout({name: shape for name, shape in task_layout(config).members.items() if name != "waits"})
+    """A task as decode hands it to the enqueue stage: all but ``ready``."""
+    return data.StructLayout({name: shape for name, shape in task_layout(config).members.items() if name != "ready"})
 
 
 def decoded_signature(config: SystemConfig) -> wiring.Signature:
@@ -197,6 +197,7 @@ class Stall(enum.Enum, shape=4):
     FAULT = 11          # a committed-path access leaves the process's window: the process stops
     OPERANDS = 12       # the head's region base was written as it became the head (compared again)
     SCAN = 13           # a tracker search goes on next cycle: a task or memory branch waits for it
+    SUCCESSORS_FULL = 14  # a producer's successor list has fewer than two free slots
 
 
 class BranchKind(enum.Enum, shape=2):
@@ -411,7 +412,7 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
         "dispatch": data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width),
         "issue": data.ArrayLayout(issue, hts.dispatch_width),
         "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
-                                      "tag": config.widths.tag, "waits": hts.tracker_entries}),
+                                      "tag": config.widths.tag, "producers": range(max(hts.tracker_entries, 2))}),
         "decode": data.StructLayout({"valid": 1, "task": decoded_task_layout(config)}),
         "fault": fault_layout(config),
     })

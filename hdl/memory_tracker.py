@@ -41,7 +41,9 @@ class MemoryTracker(wiring.Component):
         ``query_writes`` is a new TLB home: its overlaps are ``touches``, not ``depends``;
         its search goes on next cycle, so its TLB slot stays young.
     free_tag, has_free, alloc, alloc_entry : Out, Out, In, In
-        The lowest free tag; decode allocates it at the edge (written every cycle).
+        The lowest free tag not ``held``; decode allocates it at the edge (written every cycle).
+    held : In
+        From the wake-up: tags whose list or count is still in use.
     alloc_reads_copy : In
         The TLB slot the new entry's reads came through, for this cycle's retarget.
     release : In
@@ -77,6 +79,7 @@ class MemoryTracker(wiring.Component):
             "depends": Out(count),
             "free_tag": Out(config.widths.tag),
             "has_free": Out(1),
+            "held": In(count),
             "alloc": In(1),
             "alloc_entry": In(entry),
             "alloc_reads_copy": In(slots),
@@ -112,7 +115,8 @@ class MemoryTracker(wiring.Component):
             depends.append(live & (raw | written_meet & ~self.query_home))
         m.d.comb += self.depends.eq(Cat(*depends))
 
-        m.d.comb += [self.has_free.eq(~self.valid.all()), self.free_tag.eq(lowest_set(~self.valid))]
+        free = ~self.valid & ~mutable("tag_reused_while_held", self.held, 0)
+        m.d.comb += [self.has_free.eq(free.any()), self.free_tag.eq(lowest_set(free))]
 
         # No reset: entries and ``touches`` mean something only for valid tags.
         entries = record_register(m, self.entries, "entry_records")

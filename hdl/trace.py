@@ -90,7 +90,7 @@ class TraceReader:
                 emit("issue", when=cycle - 1, pid=issued.pid, pc=issued.pc, tag=issued.tag)
         if value.enqueue.valid:
             task = value.enqueue
-            emit("enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=_bits(task.waits))
+            emit("enqueue", pid=task.pid, pc=task.pc, tag=task.tag, producers=task.producers)
         if value.decode.valid:
             task = value.decode.task
             self._pid_of_tag[task.tag] = task.pid

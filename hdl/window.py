@@ -4,7 +4,7 @@ RTL of ``hts.models.window``. The window and the stations share :class:`AgeQueue
 (docs/microarchitecture.md, "Issue's cycle").
 """
 
-from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal
+from amaranth.hdl import Assert, Cat, Module, ResetSignal, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -23,7 +23,7 @@ def _end_of_cycle_ports(config: SystemConfig) -> dict:
     return {
         "squash_next": In(hts.spec_ids),
         "confirm": In(hts.spec_ids),
-        "broadcast": In(hts.tracker_entries),
+        "woken": In(data.StructLayout({"valid": 1, "tag": config.widths.tag})),
     }
 
 
@@ -44,11 +44,15 @@ class AgeQueue(wiring.Component):
     ----------
     room : Out
         Free slots at the start of the cycle.
-    squash_next, confirm, broadcast : In
-        IDs mispredicted now (a slot they hit is ``doomed``); IDs and tags cleared at the edge.
+    squash_next, confirm, woken : In
+        IDs mispredicted now (a slot they hit is ``doomed``); IDs cleared at the edge; the tag
+        the wake-up makes ready at the edge.
     valid, entries, older, doomed : Signal
-        The slots, their records, the age matrix, the squash bits; read by the tests.
+        The slots, their records, the order matrix, the squash bits; read by the tests.
     """
+
+    #: Whether this cycle's wake-up reaches the records arriving at the edge.
+    WAKES_ARRIVALS = True
 
     def __init__(self, config: SystemConfig, capacity: int, ports: dict):
         self._capacity = capacity
@@ -68,8 +72,11 @@ class AgeQueue(wiring.Component):
         """``(valid, record)`` pairs written into free slots, oldest first."""
         raise NotImplementedError
 
-    def _register_slot(self, m: Module, slot: int, own, took: list):
-        """Registers a subclass keeps per slot, from the slot's updated record or an arrival."""
+    def _update_order(self, m: Module, staying: list, arriving, takes: list):
+        """The order matrix at the edge: an arrival is younger than every entry staying and
+        than the arrivals before it."""
+        update_age_matrix(m, self.older, arriving,
+                          [Cat(*staying) | self._earlier_arrivals(takes, slot) for slot in range(self._capacity)])
 
     def elaborate(self, platform):
         m = Module()
@@ -99,7 +106,8 @@ class AgeQueue(wiring.Component):
 
         # The end-of-cycle updates are applied once per source (each slot's record, each
         # arrival), before the slot's select rather than after it.
-        updated_arrivals = [self._updated(m, record, f"arrival_{k}") for k, (_, record) in enumerate(arrivals)]
+        updated_arrivals = [self._updated(m, record, f"arrival_{k}", wakes=self.WAKES_ARRIVALS)
+                            for k, (_, record) in enumerate(arrivals)]
         for slot in range(capacity):
             own = self._updated(m, self.entries[slot], f"slot_{slot}")
             following = Signal.like(own, name=f"following_{slot}")
@@ -108,10 +116,7 @@ class AgeQueue(wiring.Component):
                 with m.If(took):
                     m.d.comb += following.eq(record)
             m.d.sync += [self.entries[slot].eq(following), self.doomed[slot].eq(self._dooms(following))]
-            self._register_slot(m, slot, own, takes[slot])
-        # An arrival is younger than every entry staying and than the arrivals before it.
-        update_age_matrix(m, self.older, arriving,
-                          [Cat(*staying) | self._earlier_arrivals(takes, slot) for slot in range(capacity)])
+        self._update_order(m, staying, arriving, takes)
         m.d.sync += self.valid.eq(Cat(*staying) | arriving)
 
     def _dooms(self, record):
@@ -132,11 +137,15 @@ class AgeQueue(wiring.Component):
         return Cat(*(Cat(*(takes[slot][k] & takes[other][j] for k in range(len(takes[slot])) for j in range(k))).any()
                      for other in range(len(takes))))
 
-    def _updated(self, m: Module, task, name: str) -> Signal:
+    def _woken(self, task) -> Value:
+        """Whether the wake-up makes ``task`` ready at this edge."""
+        return mutable("queue_wake_lost", self.woken.valid, 0) & (self.woken.tag == task.tag)
+
+    def _updated(self, m: Module, task, name: str, wakes: bool = True) -> Signal:
         result = Signal(self._task, name=f"updated_{name}")
         m.d.comb += [
             result.eq(task),
-            result.waits.eq(task.waits & ~mutable("queue_broadcast_lost", self.broadcast, 0)),
+            result.ready.eq(task.ready | self._woken(task) if wakes else task.ready),
             result.mask.eq(task.mask & ~self.confirm),
         ]
         return result
@@ -152,14 +161,19 @@ class DispatchWindow(AgeQueue):
     Attributes
     ----------
     append, append_task : In
-        From the enqueue stage: one task, landing at the edge.
+        From the enqueue stage: one task, landing at the edge, with its readiness after the
+        edge (the wake-up's ``waiter_ready``, this cycle's decrement included): the wake-up
+        is not applied to it.
     station_room : In, per class
         Free slots each station had at the start of the cycle.
     issue_valid, issue_task : Out, per way
         The oldest tasks whose station has room, oldest from bit 0; they leave at the edge.
-    issue_to, issue_waits_clear : Out, per way
-        Each issued task's station, one-hot; its ``waits`` empty after this broadcast.
+    issue_to : Out, per way
+        Each issued task's station, one-hot. Its ``ready`` is the registered one: the
+        station applies this cycle's wake-up to it.
     """
+
+    WAKES_ARRIVALS = False
 
     def __init__(self, config: SystemConfig):
         hts, task = config.hts, queued_task_layout(config)
@@ -171,7 +185,6 @@ class DispatchWindow(AgeQueue):
             "issue_valid": Out(hts.dispatch_width),
             "issue_task": Out(data.ArrayLayout(task, hts.dispatch_width)),
             "issue_to": Out(data.ArrayLayout(len(config.accelerators), hts.dispatch_width)),
-            "issue_waits_clear": Out(hts.dispatch_width),
         })
 
     def _arrivals(self) -> list:
@@ -209,12 +222,9 @@ class DispatchWindow(AgeQueue):
         classes = len(self.station_room)
         class_bits = [wire(m, Cat(*(entry.accel_class == c for c in range(classes))), f"class_of_{index}")
                       for index, entry in enumerate(entries)]
-        waits_clear = [wire(m, ~self._updated(m, entry, f"issuing_{index}").waits.any(), f"waits_clear_{index}")
-                       for index, entry in enumerate(entries)]
         for output in range(width):
             in_output = [goes & (at == output) for goes, at in zip(issued, position)]
             m.d.comb += [self.issue_valid[output].eq(popcount(has_room) > output),
                          self.issue_task[output].eq(select(in_output, entries)),
-                         self.issue_to[output].eq(select(in_output, class_bits)),
-                         self.issue_waits_clear[output].eq(select(in_output, waits_clear))]
+                         self.issue_to[output].eq(select(in_output, class_bits))]
         return issued

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 
 from hts.isa import Opcode
 
-from .observation import SEARCH_CORNERS, CycleView
+from .observation import SEARCH_CORNERS, WAKEUP_CORNERS, CycleView
 from .trace import EVENT_KINDS, Trace
 
 __all__ = ["Bin", "BINS", "BIN_NAMES", "Coverage", "trace_coverage", "StateCoverage", "model_coverage",
@@ -64,8 +64,8 @@ _SQUASH_MEANINGS = {
 
 # Decode stall reasons of the hardware scheduler (models/hts.py). ``runtime_overhead``
 # belongs to the software baseline, not to the hardware under test: it has no bin.
-STALL_REASONS = ("fetch", "operands", "branch", "scan", "window_full", "tracker_full", "tlb_full", "tlb_conflict",
-                 "speculative_fault", "fault", "decoder_busy", "drain")
+STALL_REASONS = ("fetch", "operands", "branch", "scan", "window_full", "tracker_full", "successors_full", "tlb_full",
+                 "tlb_conflict", "speculative_fault", "fault", "decoder_busy", "drain")
 _TLB_STALLS = ("tlb_full", "tlb_conflict")
 
 BINS: tuple[Bin, ...] = (
@@ -85,6 +85,7 @@ BINS: tuple[Bin, ...] = (
     Bin("copyback.stalls_decode", "decode waits on the TLB (tlb_full or tlb_conflict) while the copy-back "
         "engine moves a TM copy home over the memory port", "model"),
     *(Bin(f"search.{corner}", meaning, "model") for corner, meaning in SEARCH_CORNERS.items()),
+    *(Bin(f"wakeup.{corner}", meaning, "model") for corner, meaning in WAKEUP_CORNERS.items()),
     Bin("speculation.loop", "a loop body entered under speculation: `lbeg` with iterations decoded "
         "while an unresolved speculated branch is pending", "model"),
 )
@@ -214,6 +215,8 @@ class StateCoverage:
             self.coverage.hit("speculation.loop")
         for corner in view.searches:
             self.coverage.hit(f"search.{corner}")
+        for corner in view.wakeups:
+            self.coverage.hit(f"wakeup.{corner}")
 
 
 def _conditions(view: CycleView) -> Iterator[tuple[str, int]]:

@@ -204,6 +204,8 @@ class Decode:
             return "window_full"
         if blocks.room["tracker"] == 0:
             return "tracker_full"
+        if blocks.room["successors_full"]:
+            return "successors_full"
         regions = task_regions(word, proc.gprs)
         fault = self._fault_of(t, proc, pc, word, regions, out)
         if fault is not None:

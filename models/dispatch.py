@@ -2,7 +2,7 @@
 
 Issue moves up to ``dispatch_width`` tasks from the window into their class's
 reservation station, within the room the stations had at the start of the cycle.
-Dispatch lets each station offer its oldest ready task when its class has a free
+Dispatch lets each station offer its first ready task when its class has a free
 instance; the offers of the ``dispatch_width`` lowest-numbered classes are granted. A
 granted task holds its instance from the grant and starts the cycle after
 (``START_DELAY``), when the shell has its regions. RTL: ``hdl/window.py`` (issue) and
@@ -39,7 +39,7 @@ class Dispatch:
         """Move tasks from the window into their stations; the tasks moved, in issue order."""
         moved = window.select(station_room, self.width)
         for task in moved:
-            stations[task.class_index].tasks.append(task)
+            stations[task.class_index].arrive(task)
         return moved
 
     def dispatch(self, t: int, stations: list[ReservationStation], asr: AcceleratorStatus,
@@ -60,7 +60,7 @@ class Dispatch:
         """(class, task, instance) of every station with a ready task and a free instance, in class order."""
         offers = []
         for index, station in enumerate(stations):
-            task = station.oldest_ready()
+            task = station.first_ready()
             instance = asr.free_instance(index)
             if task is not None and instance is not None:
                 offers.append((index, task, instance))

@@ -22,11 +22,12 @@ class EnqueueStage:
     def __init__(self):
         self.task: DecodedTask | None = None
         self.search = Search()
+        self.registered = 0      # producers found so far: what the task registered with
 
     def hold(self, task: DecodedTask):
         """Decode leaves ``task`` here at the end of the cycle (the stage is free: decode checked)."""
         assert self.task is None
-        self.task, self.search = task, Search()
+        self.task, self.search, self.registered = task, Search(tag=task.tag), 0
 
     def remove(self) -> DecodedTask | None:
         task, self.task = self.task, None
@@ -37,10 +38,15 @@ class EnqueueStage:
 
         The tracker holds every task decoded before this one, and this one (decode
         allocated its entry when it left it here), but none decoded after it: the search
-        leaves out the task's own tag and the tags being broadcast now.
+        leaves out the task's own tag and the tags being broadcast now. What the row found
+        is ``search.row_found``: the producers the task registers with in this cycle.
         """
-        if self.task is None or not tracker.search_dependences(self.search, self.task.reads, self.task.writes,
-                                                               ignoring=broadcast | {self.task.tag}):
+        self.search.row_found = set()
+        if self.task is None:
+            return None
+        tracker.search_dependences(self.search, self.task.reads, self.task.writes, ignoring=broadcast | {self.task.tag})
+        self.registered += len(self.search.row_found)
+        if self.search.row < tracker.rows:
             return None
         task = self.remove()
         task.waits_for = set(self.search.found)     # its own set: the search is the stage's

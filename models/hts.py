@@ -38,12 +38,13 @@ from .dispatch import START_DELAY, Dispatch
 from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
-from .memory_tracker import MemoryTracker
+from .memory_tracker import MemoryTracker, overlaps
 from .observation import CycleView, Occupancy
 from .reservation_station import ReservationStation
 from .timing import DeviceTiming, TableLatency
 from .tlb import TaskLookupBuffer, TLBEntry
 from .trace import Trace
+from .wakeup import WakeUp
 from .window import DecodedTask, DispatchWindow
 
 __all__ = ["SCHEDULERS", "RunResult", "HTSModel", "runtime_accesses", "transfer_cycles"]
@@ -90,6 +91,8 @@ class HTSModel:
         # The software baseline keeps its tracker in memory: its cost is ``runtime_accesses``.
         self.tracker = MemoryTracker(config.hts.tracker_entries, None if self.runtime else config.hts.tracker_lanes)
         self.enqueue = EnqueueStage()
+        # The software baseline wakes a task as its last producer is released, walking nothing.
+        self.wakeup = None if self.runtime else WakeUp(config.hts.tracker_entries, config.hts.successor_slots)
         self.decode = Decode(config, programs, DEFAULT_STEP_LIMIT, self.runtime,
                              speculate=scheduler == "hts" and config.hts.speculation)
         self.window = DispatchWindow(config.hts.window)
@@ -121,6 +124,10 @@ class HTSModel:
         self._copied_home = None                 # TLB entry whose copy-back finished
         self._retargeted = None                  # TLB entry whose producer now writes home
         self._search_corners: set[str] = set()   # of this cycle, for the observer
+        self._wakeup_corners: set[str] = set()
+        self._enqueued_now: DecodedTask | None = None
+        self._seq_of_tag: dict[int, int] = {}
+        self._registration: tuple[int | None, set[int]] = (None, set())   # enqueue's row: waiter, producers
 
     # ---- completion and the CDB ---------------------------------------------------------
 
@@ -182,9 +189,13 @@ class HTSModel:
             task.squashed = bool(task.mask & bit)
         self.completed_speculative = [task for task in self.completed_speculative if not task.squashed]
         squashed = [task for task in self.window.tasks if task.mask & bit]
-        squashed += [task for station in self.stations for task in station.tasks if task.mask & bit]
         for task in squashed:
-            (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
+            self.window.tasks.remove(task)
+        for station in self.stations:
+            in_station = [task for task in station.tasks if task.mask & bit]
+            for task in in_station:
+                station.remove(task)
+            squashed += in_station
         if self.enqueue.task is not None and self.enqueue.task.mask & bit:
             if self.enqueue.search.row:
                 self._search_corners.add("squashed")
@@ -237,12 +248,24 @@ class HTSModel:
         started = self.dispatch.dispatch(t, self.stations, self.asr, self.programs)
         for run in started:
             task = run.task
+            self._check_producers_released(task)
             self.in_progress.append(run)
             self.trace.emit(t, "dispatch", pid=task.pid, pc=task.pc, tag=task.tag,
                             accel=self.classes[task.class_index].name, instance=run.instance,
                             reads=list(retargeted(task.reads, self._retargeted)),
                             writes=list(retargeted(task.writes, self._retargeted)), mask=task.mask)
         return bool(started)
+
+    def _check_producers_released(self, task: DecodedTask):
+        """The wake-up's contract: a task dispatches only once every older task it overlaps
+        (RAW, WAR, WAW) has left the tracker. Memory alone would not show a missed
+        dependence: the model computes a task's result as it completes."""
+        for tag, entry in enumerate(self.tracker.entries):
+            if entry is None or self._seq_of_tag[tag] >= task.seq:
+                continue
+            assert not (overlaps(task.reads, entry.writes) or overlaps(task.writes, entry.reads)
+                        or overlaps(task.writes, entry.writes)), \
+                f"task {task.pid}:{task.pc} (tag {task.tag}) dispatched before its producer, tag {tag}"
 
     def _issue(self, t: int, station_room: list[int]) -> bool:
         moved = self.dispatch.issue(self.window, self.stations, station_room)
@@ -254,10 +277,13 @@ class HTSModel:
         """Whether the enqueue stage searched (a row a cycle) or moved its task to the window."""
         searching = self.enqueue.task is not None
         task = self.enqueue.step(self.tracker, broadcast)
+        # Decode may hand the stage its next task in this cycle: take the row's finds now.
+        self._registration = (self.enqueue.search.tag, self.enqueue.search.row_found)
         if task is None:
             return searching
         self.window.tasks.append(task)
-        self.trace.emit(t, "enqueue", pid=task.pid, pc=task.pc, tag=task.tag, waits_for=sorted(task.waits_for))
+        self._enqueued_now = task
+        self.trace.emit(t, "enqueue", pid=task.pid, pc=task.pc, tag=task.tag, producers=self.enqueue.registered)
         return True
 
     # ---- decode ---------------------------------------------------------------------------
@@ -269,6 +295,7 @@ class HTSModel:
             self.trace.emit(t, "fault", pid=fault.pid, pc=fault.pc, cause=fault.cause.name)
         task = decoded.task
         if task is not None:
+            self._seq_of_tag[task.tag] = task.seq
             self.trace.emit(t, "decode", pid=task.pid, pc=task.pc, tag=task.tag, task_id=task.task_id,
                             accel=self.classes[task.class_index].name, reads=list(task.reads),
                             writes=list(task.writes), mask=task.mask)
@@ -285,9 +312,8 @@ class HTSModel:
             self.tracker.free(tag)
         for class_index, instance in self._released_instances:
             self.asr.release(class_index, instance)
+        self._wake(tags)
         if tags:
-            for task in self.window.tasks + [task for station in self.stations for task in station.tasks]:
-                task.waits_for -= tags
             if self.observer is not None and any(
                     search.found & tags for search in
                     [self.enqueue.search, *(b.writer_search for b in self.branch_unit.searching(self.processes))]):
@@ -311,6 +337,43 @@ class HTSModel:
             self._copied_home = None
         if not self.tlb.entries and not self._tm_in_use():
             self.tlb.tm_next = 0
+
+    def _wake(self, released: set[int]):
+        """The enqueue stage's registration and the walker's step (or, for the software
+        baseline, every waiter of a released tag); the tasks that become ready."""
+        enqueued, self._enqueued_now = self._enqueued_now, None
+        if self.wakeup is None:
+            woken = [task for task in self.window.tasks if task.waits_for & released]
+            woken += [task for station in self.stations for task in station.tasks if task.waits_for & released]
+            for task in woken:
+                task.waits_for -= released
+            woken = [task for task in woken if not task.waits_for]
+            if enqueued is not None:
+                enqueued.ready = not enqueued.waits_for - released
+        else:
+            waiter, producers = self._registration
+            if self.observer is not None:
+                self._observe_walker()
+            tag = self.wakeup.end_of_cycle(waiter if producers else None, producers, released)
+            woken = [task for task in self._waiting() if task.tag == tag and task is not enqueued
+                     and task is not self.enqueue.task]
+            if enqueued is not None:
+                enqueued.ready = not self.wakeup.pending[enqueued.tag]
+            self.tracker.held = self.wakeup.held()
+        for task in woken:
+            if task in self.window.tasks:
+                task.ready = True
+            else:
+                self.stations[task.class_index].wake(task)
+
+    def _observe_walker(self):
+        """The wake-up's corners, on its state at the start of the cycle."""
+        wakeup = self.wakeup
+        if len(wakeup.to_walk) + (wakeup.walking is not None) > 1:
+            self._wakeup_corners.add("queued")
+        reading = wakeup.reading
+        if reading is not None and wakeup.pending[reading] == 1 and reading not in (t.tag for t in self._waiting()):
+            self._wakeup_corners.add("squashed_waiter")
 
     def _tm_in_use(self) -> bool:
         home = self.config.memory.blocks
@@ -352,7 +415,10 @@ class HTSModel:
             "fetch": [proc.queue.occupancy for proc in self.processes],
             # The task in the enqueue stage has a window slot waiting for it.
             "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
-            "tracker": len(self.tracker.entries) - self.tracker.occupancy(),
+            "tracker": self.tracker.allocatable(),
+            "successors_full": self.wakeup is not None and any(
+                len(self.wakeup.successors[tag]) >= self.wakeup.slots - 1
+                for tag, entry in enumerate(self.tracker.entries) if entry is not None),
             # A search under way keeps the tracker's comparators in the next cycle too.
             "scan_busy": (self.enqueue.searching_next_cycle(self.tracker)
                           or self.branch_unit.searching_next_cycle(self.processes, self.tracker)),
@@ -374,7 +440,7 @@ class HTSModel:
         if self.observer is not None:
             start, copying = self._occupancy(), self.copy_back.under_way is not None
         # Retirement and the copy-back engine read the state registered at the start of the cycle.
-        progress = self._retire_processes(t)
+        progress = self._retire_processes(t) | (self.wakeup is not None and self.wakeup.busy())
         self._drained = [proc.drained for proc in self.processes]
         room = self._room_at_start()
         broadcast = self.cdb.broadcast_tags
@@ -400,8 +466,9 @@ class HTSModel:
         self.cdb.advance()
         self._end_of_cycle(t)
         if self.observer is not None:
-            self.observer(CycleView(t, start, copying, stalls, decoded.instruction, frozenset(self._search_corners)))
-        self._search_corners = set()
+            self.observer(CycleView(t, start, copying, stalls, decoded.instruction, frozenset(self._search_corners),
+                                    frozenset(self._wakeup_corners)))
+        self._search_corners, self._wakeup_corners = set(), set()
         # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
         # change of reason is a change of state even when nothing else moved.
         progress |= stalls != self._last_stalls

@@ -32,9 +32,12 @@ class TrackerEntry:
 
 @dataclass
 class Search:
-    """A search under way: the rows compared so far and the tags found, less those released since."""
+    """A search under way: the rows compared so far and the tags found, less those released
+    since; ``row_found``: what the row compared last found."""
     row: int = 0
     found: set[int] = field(default_factory=set)
+    row_found: set[int] = field(default_factory=set)
+    tag: int | None = None          # the searching task's
 
     def release(self, tags: set[int]):
         """End of cycle: released tags leave what was found."""
@@ -45,6 +48,7 @@ class MemoryTracker:
     def __init__(self, entries: int, lanes: int | None = None):
         """``lanes``: entries compared per cycle (every entry when None)."""
         self.entries: list[TrackerEntry | None] = [None] * entries
+        self.held: set[int] = set()     # free entries whose tag may not be allocated yet (wake-up)
         self.lanes = max(1, min(lanes or entries, entries))
         self.rows = max(1, -(-entries // self.lanes))
 
@@ -61,17 +65,22 @@ class MemoryTracker:
         return self._search(search, ignoring, lambda entry: overlaps((block, 1), entry.writes))
 
     def _search(self, search: Search, ignoring: frozenset[int], meets) -> bool:
-        search.found |= {tag for tag in self.row_tags(search.row)
-                         if self.entries[tag] is not None and tag not in ignoring and meets(self.entries[tag])}
+        found = {tag for tag in self.row_tags(search.row)
+                 if self.entries[tag] is not None and tag not in ignoring and meets(self.entries[tag])}
+        search.row_found = found
+        search.found |= found
         search.row += 1
         return search.row == self.rows
 
     def occupancy(self) -> int:
         return sum(entry is not None for entry in self.entries)
 
+    def allocatable(self) -> int:
+        return sum(entry is None and tag not in self.held for tag, entry in enumerate(self.entries))
+
     def free_tag(self) -> int:
-        """Lowest free tag; the caller has checked that one is free."""
-        return self.entries.index(None)
+        """Lowest free tag not held; the caller has checked that one is free."""
+        return next(tag for tag, entry in enumerate(self.entries) if entry is None and tag not in self.held)
 
     def allocate(self, tag: int, entry: TrackerEntry):
         self.entries[tag] = entry

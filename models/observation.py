@@ -15,13 +15,19 @@ from typing import Mapping
 
 from hts.isa import Opcode
 
-__all__ = ["Occupancy", "DecodedInstruction", "CycleView", "SEARCH_CORNERS"]
+__all__ = ["Occupancy", "DecodedInstruction", "CycleView", "SEARCH_CORNERS", "WAKEUP_CORNERS"]
 
 # What can happen to a tracker search of several rows, one row a cycle.
 SEARCH_CORNERS = {
     "squashed": "a squash removes a task or memory branch whose search is past its first row",
     "released": "a tag an earlier row of a search found is released before the search ends",
     "branch": "a memory branch searches the tracker over several rows",
+}
+
+# What the wake-up's walker can meet.
+WAKEUP_CORNERS = {
+    "queued": "a released producer's list waits while the walker reads another one",
+    "squashed_waiter": "the walker takes a squashed task's count to zero: its tag is free again",
 }
 
 
@@ -58,6 +64,7 @@ class CycleView:
     stalls: Mapping[int, str]      # pid -> why it decoded nothing this cycle (models/hts.py, stall reasons)
     decoded: DecodedInstruction | None
     searches: frozenset[str] = frozenset()   # corners of tracker searches met this cycle (SEARCH_CORNERS)
+    wakeups: frozenset[str] = frozenset()    # corners of the wake-up met this cycle (WAKEUP_CORNERS)
 
     def __post_init__(self):
         object.__setattr__(self, "stalls", MappingProxyType(dict(self.stalls)))

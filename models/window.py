@@ -23,7 +23,8 @@ class DecodedTask:
     reads: tuple[int, int]    # (base, blocks) as delivered to the accelerator: TM when remapped
     writes: tuple[int, int]
     metadata: int
-    waits_for: set[int] = field(default_factory=set)   # tags not yet broadcast
+    waits_for: set[int] = field(default_factory=set)   # tags its search found
+    ready: bool = False       # every producer it waited for is released (woken)
     mask: int = 0             # speculation IDs of the unresolved branches it is under
     data: str | None = None   # digest of what it read and wrote, once completed
     squashed: bool = False    # completed under a branch that then went the other way

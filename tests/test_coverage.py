@@ -43,6 +43,8 @@ TINY = with_values(SYSTEM, {"hts.window": 1, "hts.rs_entries": 1, "hts.tracker_e
                             "hts.spec_ids": 1})
 # One comparator lane: a tracker search takes eight cycles, one tag a cycle.
 ROWS = with_values(SYSTEM, {"hts.tracker_lanes": 1})
+# Successor lists of two slots: one waiter fills a list as far as decode allows.
+FANOUT = with_values(SYSTEM, {"hts.successor_slots": 2})
 # Process 0 may touch blocks 0..31 only.
 WINDOWED = dataclasses.replace(SYSTEM, windows=(Window(0, 32), Window(32, 32)))
 
@@ -55,6 +57,21 @@ SCENARIOS = {
     # broadcast before the search's eighth row.
     "rows_dependent": (ROWS, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 10 1 11 1 1 0 0 0\n"]),
     "independent": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n"]),
+    # The second reader of block 10 waits for a list slot until the slow producer is walked.
+    "fan_out": (FANOUT, ["vector_max 0 1 10 1 0 0 0 0\nvector_add 10 1 11 1 1 0 0 0\n"
+                         "vector_add 10 1 12 1 2 0 0 0\n"]),
+    # Two speculated slow producers, each with a reader (writing nothing, so with no TLB
+    # entry of its own), squashed together while the first runs: both lists wait for the walker, which takes the squashed readers' counts to zero.
+    # The task after the branch keeps the run going past the walks.
+    "squashed_producers": (SYSTEM, [NEGATIVE + """
+        if 20 r5 past 0 0 0 e
+        vector_max 0 1 10 1 0 0 0 0
+        vector_max 1 1 11 1 1 0 0 0
+        vector_add 10 1 0 0 2 0 0 0
+        vector_add 11 1 0 0 3 0 0 0
+        past:
+        vector_max 2 1 20 1 4 0 0 0
+        """]),
     "registers_only": (SYSTEM, ["mov 1 0 r4 0 0 0 0\nadd r4 r4 r5 0 0 0 0\n"]),
     # A task whose output base is the register the instruction before it writes, queued
     # behind it (a queue deep enough for fetch to run ahead of decode).
@@ -199,6 +216,9 @@ DIRECTED = {
     "stall.branch": ("branches", "independent"),
     "stall.window_full": ("tiny", "independent"),
     "stall.tracker_full": ("tiny", "independent"),
+    "stall.successors_full": ("fan_out", "independent"),
+    "wakeup.queued": ("squashed_producers", "independent"),
+    "wakeup.squashed_waiter": ("squashed_producers", "independent"),
     "stall.tlb_full": ("tiny", "independent"),
     "stall.tlb_conflict": ("tlb", "independent"),
     "stall.speculative_fault": ("faults", "independent"),

@@ -312,8 +312,9 @@ def test_hazards_order_the_second_task_after_the_first(default_config, second, h
     result = HTSModel(default_config, [program], initial_memory(default_config)).run()
     _, first_done = dispatch_and_complete(result, 0)
     second_start, _ = dispatch_and_complete(result, 1)
-    # Granted at first_done, broadcast the cycle after; the waiter dispatches the next.
-    assert second_start == first_done + 2, hazard
+    # Granted at first_done, broadcast the cycle after; the walker reads the waiter the
+    # cycle after that and decrements its count at that cycle's end; it dispatches the next.
+    assert second_start == first_done + 4, hazard
 
 
 def test_independent_tasks_overlap(default_config):

@@ -17,6 +17,7 @@ from hts.flows.throughput import (
 from hts.models.dispatch import START_DELAY
 from hts.models.hts import HTSModel
 from hts.models.memory import initial_memory
+from hts.models.wakeup import WAKE_DELAY
 
 
 def _program(kind, config, tasks):
@@ -126,14 +127,14 @@ def test_a_chain_task_waits_for_the_previous_one_so_its_latency_grows(default_co
     result = _measured("chain", default_config, 64)
     burst = len(result.burst)
     assert burst >= 2
-    # Decoded a search apart (two cycles), dispatched a broadcast apart (start, latency,
-    # broadcast, dispatch: latency + 3): each waits latency + 1 cycles longer.
+    # Decoded a search apart (two cycles), dispatched a wake-up apart (start, latency,
+    # broadcast, the walk, dispatch: latency + 5): each waits latency + 3 cycles longer.
     rows = default_config.hts.tracker_rows
     steps = [b - a for a, b in zip(result.latencies[:burst], result.latencies[1:burst])]
-    assert steps == [latency + START_DELAY + 2 - rows] * (burst - 1)
+    assert steps == [latency + START_DELAY + 2 + WAKE_DELAY - rows] * (burst - 1)
     assert result.latencies == sorted(result.latencies)
-    # Afterwards a window slot frees once per task, when the previous one's broadcast lets the next go.
-    assert result.steady_median_interval == latency + START_DELAY + 2
+    # Afterwards a window slot frees once per task, when the previous one's wake-up lets the next go.
+    assert result.steady_median_interval == latency + START_DELAY + 2 + WAKE_DELAY
     assert result.steady_cycles_per_task == back_end_cycles_per_task("chain", default_config)
 
 

@@ -48,18 +48,34 @@ class ModelSurroundings:
     def squash(self, spec_bits: int) -> list[DecodedTask]:
         """The window and station part of ``HTSModel._squash`` for every ID in ``spec_bits``."""
         squashed = [task for task in self.window.tasks if task.mask & spec_bits]
-        squashed += [task for station in self.stations for task in station.tasks if task.mask & spec_bits]
         for task in squashed:
-            (self.window.tasks if task in self.window.tasks else self.stations[task.class_index].tasks).remove(task)
+            self.window.tasks.remove(task)
+        for station in self.stations:
+            in_station = [task for task in station.tasks if task.mask & spec_bits]
+            for task in in_station:
+                station.remove(task)
+            squashed += in_station
         return squashed
 
-    def end_of_cycle(self, released: set[int], confirmed_bits: int):
-        """The window and station part of ``HTSModel._end_of_cycle`` (and of its ``_confirm``), in its order."""
-        if released:
-            for task in self.queued():
-                task.waits_for -= released
+    def end_of_cycle(self, woken: int | None, confirmed_bits: int, appended: DecodedTask | None = None):
+        """The window and station part of ``HTSModel._end_of_cycle`` (its ``_wake`` and
+        ``_confirm``), in its order: ``woken`` is the tag the walker makes ready, except the
+        task ``appended`` to the window now (the enqueue stage gave its readiness)."""
+        for task in self.queued():
+            if task.tag == woken and not task.ready and task is not appended:
+                if task in self.window.tasks:
+                    task.ready = True
+                else:
+                    self.stations[task.class_index].wake(task)
         for task in self.queued():
             task.mask &= ~confirmed_bits
+
+    def woken_tag(self, rng: random.Random) -> int | None:
+        """A tag for the walker to wake: often a waiting task's, sometimes one no queue holds."""
+        waiting = [task.tag for task in self.queued() if not task.ready]
+        if waiting and rng.random() < 0.3:
+            return rng.choice(waiting)
+        return rng.randrange(self.config.hts.tracker_entries) if rng.random() < 0.1 else None
 
 
 def bit_set(bits: int) -> set[int]:
@@ -103,14 +119,13 @@ class TaskSource:
         reads = rng.choice(producers) if producers and rng.random() < 0.4 else self.region()
         if class_index is None:
             class_index = rng.randrange(len(config.accelerators))
-        waits = self.bits(config.hts.tracker_entries, 0.1) if rng.random() < 0.6 else 0
         mask = self.spec_ids() if rng.random() < 0.4 else 0
         task = DecodedTask(self.seq, tag, pid=rng.randrange(config.hts.processes),
                            pc=rng.randrange(config.hts.program_words),
                            task_id=rng.randrange(1 << _field_width("task_id")),
                            accel_id=config.accelerators[class_index].id, class_index=class_index,
                            reads=reads, writes=self.region(), metadata=rng.randrange(1 << _field_width("metadata")),
-                           waits_for=bit_set(waits), mask=mask)
+                           mask=mask, ready=rng.random() < 0.4)
         self.seq += 1
         return task
 
@@ -121,18 +136,17 @@ class TaskSource:
 
 def task_record(task: DecodedTask) -> dict:
     """A model task as a ``queued_task_layout`` record, to drive an input port."""
-    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask,
-            "waits": sum(1 << tag for tag in task.waits_for)}
+    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask, "ready": task.ready}
 
 
 def task_fields(task: DecodedTask) -> dict:
     """What a model task holds that a ``queued_task_layout`` record holds too."""
-    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask, "waits": set(task.waits_for)}
+    return {"tag": task.tag, "accel_class": task.class_index, "mask": task.mask, "ready": task.ready}
 
 
 def record_fields(record) -> dict:
     """A ``queued_task_layout`` record read from the simulator, in the form of ``task_fields``."""
-    return {"tag": record.tag, "accel_class": record.accel_class, "mask": record.mask, "waits": bit_set(record.waits)}
+    return {"tag": record.tag, "accel_class": record.accel_class, "mask": record.mask, "ready": bool(record.ready)}
 
 
 def tracker_register_record(task: DecodedTask) -> dict:
@@ -161,11 +175,11 @@ def delivered_record_fields(record) -> dict:
             "reads": (record.reads.base, record.reads.blocks), "writes": (record.writes.base, record.writes.blocks)}
 
 
-def drive_end_of_cycle(ctx, dut, next_squash: int, confirm: int, released: set[int]):
-    """The inputs every queue shares: next cycle's squash, confirm and broadcast."""
+def drive_end_of_cycle(ctx, dut, next_squash: int, confirm: int, woken: int | None):
+    """The inputs every queue shares: next cycle's squash, confirm and the tag woken."""
     ctx.set(dut.squash_next, next_squash)
     ctx.set(dut.confirm, confirm)
-    ctx.set(dut.broadcast, sum(1 << tag for tag in released))
+    ctx.set(dut.woken, {"valid": woken is not None, "tag": woken or 0})
 
 
 def age_order(valid: int, older) -> list[int]:
@@ -193,3 +207,15 @@ def assert_contents(ctx, dut, tasks, where: str):
     assert len(slots) == len(tasks), where
     for position, (slot, task) in enumerate(zip(slots, tasks)):
         assert record_fields(entries[slot]) == task_fields(task), f"{where}, entry {position} (slot {slot})"
+
+
+def assert_station_contents(ctx, dut, station, where: str):
+    """A station's registered entries are the model's tasks, and its ready ones are in the
+    model's readiness order (the station orders only those)."""
+    entries, valid = ctx.get(dut.entries), ctx.get(dut.valid)
+    held = sorted((record_fields(entries[slot]) for slot in range(len(entries)) if valid >> slot & 1),
+                  key=lambda fields: fields["tag"])
+    assert held == sorted((task_fields(task) for task in station.tasks), key=lambda fields: fields["tag"]), where
+    ready = sum(1 << slot for slot in range(len(entries)) if valid >> slot & 1 and entries[slot].ready)
+    order = [entries[slot].tag for slot in age_order(ready, ctx.get(dut.older))]
+    assert order == [task.tag for task in station.ready], where

@@ -69,7 +69,7 @@ def random_task(rng: random.Random, config, class_index: int) -> dict:
     region = lambda: region_value((rng.randrange(1 << config.widths.phys_block), rng.choice([0, 1, 2, 3, 4, 8, 40])))
     task = {"tag": rng.randrange(config.hts.tracker_entries), "pid": rng.randrange(config.hts.processes),
             "pc": rng.randrange(config.hts.program_words), "accel_class": class_index, "reads": region(),
-            "writes": region(), "mask": rng.getrandbits(config.hts.spec_ids), "waits": 0}
+            "writes": region(), "mask": rng.getrandbits(config.hts.spec_ids), "ready": 1}
     assert set(task) == set(delivered_task_layout(config).members)
     return task
 

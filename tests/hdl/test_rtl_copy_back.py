@@ -307,7 +307,7 @@ def test_copy_back_matches_model(system, seed):
             free_tags = [tag for tag in range(hts.tracker_entries) if tag not in in_use]
             if free_tags and len(model.window.tasks) < hts.window and rng.random() < 0.7:
                 task = source.task(rng.choice(free_tags), [])
-                task.waits_for.clear()
+                task.ready = True
                 blocks = rng.randrange(1, 4)
                 if rng.random() < 0.7 and tlb.has_room(blocks):
                     tm_base = home_blocks + tlb.tm_next

@@ -82,23 +82,23 @@ def test_dispatch_matches_model(system, seed):
             if cycle % 50 == 0:
                 finish_rate = rng.choice([0.05, 0.2, 0.5])
             # What the start of the cycle holds: completions of earlier cycles have freed
-            # instances and tags, new tasks have reached the stations, waits were cleared.
+            # instances and tags, new tasks have reached the stations, tasks were woken.
             # A task granted last cycle starts now: it cannot have finished.
             for running in list(model.asr.running()):
                 if rng.random() < finish_rate and running.started < cycle:
                     model.asr.release(running.task.class_index, running.instance)
             for station in model.stations:
                 for task in station.tasks:
-                    if rng.random() < 0.3:
-                        task.waits_for.clear()
+                    if not task.ready and rng.random() < 0.3:
+                        station.wake(task)
             for _ in range(rng.randrange(4)):
                 free = source.free_tags(in_flight())
                 class_index = rng.choice(classes)
                 station = model.stations[class_index]
                 if free and len(station.tasks) < station.capacity:
-                    station.tasks.append(source.task(rng.choice(free), in_flight(), class_index))
+                    station.arrive(source.task(rng.choice(free), in_flight(), class_index))
 
-            offers = [station.oldest_ready() for station in model.stations]
+            offers = [station.first_ready() for station in model.stations]
             free = [model.asr.free_instance(c) for c in classes]
             ctx.set(dut.offer_valid, sum(1 << c for c in classes if offers[c] is not None))
             ctx.set(dut.offer_task, [task_record(task) if task is not None else {} for task in offers])

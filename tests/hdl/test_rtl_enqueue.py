@@ -94,7 +94,7 @@ def test_enqueue_stage_matches_the_model(seed, name):
     tracker = MemoryTracker(hts.tracker_entries, hts.tracker_lanes)
     counts = {"appended": 0, "squashed": 0, "own tag left out": 0, "retargeted": 0}
     if hts.tracker_rows > 1:
-        counts.update({"squashed mid-search": 0, "released mid-search": 0, "held retargeted": 0})
+        counts.update({"squashed mid-search": 0, "registered over rows": 0, "held retargeted": 0})
 
     async def bench(ctx):
         for cycle in range(400):
@@ -118,13 +118,13 @@ def test_enqueue_stage_matches_the_model(seed, name):
             squash = rng.getrandbits(hts.spec_ids) if rng.random() < 0.2 else 0
             confirm = rng.getrandbits(hts.spec_ids) & ~squash if rng.random() < 0.3 else 0
             broadcast = frozenset(tag for tag in range(hts.tracker_entries) if rng.random() < 0.1)
-            released = broadcast | {tag for tag in range(hts.tracker_entries) if rng.random() < 0.05}
+            ready = rng.random() < 0.5        # the wake-up's answer: the held task's count after the edge
+            ctx.set(dut.ready, ready)
             ctx.set(dut.decoded.valid, arriving is not None)
             if arriving is not None:
                 ctx.set(dut.decoded.task, task_value(arriving))
             ctx.set(dut.squash, squash)
             ctx.set(dut.confirm, confirm)
-            ctx.set(dut.release, bits(released))
             drive_retarget(ctx, dut, retarget, dut.decoded.reads_copy, arriving and arriving.reads)
 
             # The tracker answers the held task's query for the row it compares now, the
@@ -135,6 +135,7 @@ def test_enqueue_stage_matches_the_model(seed, name):
             row = Search(row=stage.search.row if held is not None else 0)
             tracker.search_dependences(row, *regions, ignoring=broadcast)
             ctx.set(dut.depends, bits(row.found))
+            ctx.set(dut.row_found, len(row.found - {held.tag}) if held is not None else 0)
             # The row holds the task's own entry, which its waits must leave out.
             counts["own tag left out"] += held is not None and held.tag in row.found
 
@@ -143,6 +144,7 @@ def test_enqueue_stage_matches_the_model(seed, name):
             if held is not None and held.mask & squash:
                 stage.remove()
                 assert ctx.get(dut.squashed_tags) == 1 << held.tag and not ctx.get(dut.append), where
+                assert not ctx.get(dut.register), where
                 counts["squashed"] += 1
                 if "squashed mid-search" in counts:
                     counts["squashed mid-search"] += stage.search.row > 0
@@ -150,16 +152,22 @@ def test_enqueue_stage_matches_the_model(seed, name):
                 assert not ctx.get(dut.squashed_tags), where
                 leaving = stage.step(tracker, broadcast)
                 staying = stage.task
+                # The task registers with what the row found, its own tag aside.
+                if held is not None:
+                    assert ctx.get(dut.register), where
+                    assert ctx.get(dut.producers) == bits(stage.search.row_found), where
+                    if "registered over rows" in counts:
+                        counts["registered over rows"] += stage.search.row > 1 and stage.search.row_found != set()
                 assert ctx.get(dut.append) == (leaving is not None), where
                 if leaving is not None:
                     assert regions == [leaving.reads, leaving.writes], where
                     record = ctx.get(dut.append_task)
                     assert (record.tag, record.accel_class, record.mask) == \
                         (leaving.tag, leaving.class_index, leaving.mask), where
-                    assert record.waits == bits(leaving.waits_for), where
+                    assert record.ready == ready, where
                     held_view = ctx.get(dut.held)
-                    assert (held_view.pid, held_view.pc, held_view.waits) == \
-                        (leaving.pid, leaving.pc, bits(leaving.waits_for)), where
+                    assert (held_view.pid, held_view.pc) == (leaving.pid, leaving.pc), where
+                    assert ctx.get(dut.producers_found) == stage.registered, where
                     counts["appended"] += 1
             assert ctx.get(dut.queued_tags) == (1 << held.tag if held is not None else 0), where
             await ctx.tick()
@@ -167,9 +175,6 @@ def test_enqueue_stage_matches_the_model(seed, name):
             # End of cycle: a task staying keeps searching, less the released tags, with
             # the confirm and the retarget applied; the arriving task is held likewise.
             if staying is not None:
-                if "released mid-search" in counts:
-                    counts["released mid-search"] += bool(stage.search.found & released)
-                stage.search.release(released)
                 staying.mask &= ~confirm
                 if retarget is not None:
                     before = staying.reads, staying.writes

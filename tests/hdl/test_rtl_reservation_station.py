@@ -5,8 +5,8 @@ from collections import Counter
 
 import pytest
 from configs import config_named
-from queue_model import (CONFIGS, VARIANTS, ModelSurroundings, TaskSource, assert_contents, bit_set,
-                         doomed_tags, drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
+from queue_model import (CONFIGS, VARIANTS, ModelSurroundings, TaskSource, assert_station_contents, doomed_tags,
+                         drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
 from rtl_sim import run
 
 from hts.hdl.reservation_station import ReservationStation
@@ -46,35 +46,37 @@ def test_station_matches_model(preset, seed):
 
             # The model, in the order of HTSModel.step: squash, dispatch, issue, end of cycle.
             squashed = model.squash(squash)
-            offer = station.oldest_ready()
+            offer = station.first_ready()
             offered = offer and task_fields(offer)
+            # Readiness order, not age: an older task woken later waits behind this one.
+            passes_older = offer is not None and offer is not next(task for task in station.tasks if task.ready)
             if take and offer is not None:
                 station.remove(offer)
-            station.tasks.extend(inserted)
-            # The top level broadcasts the CDB's tags and every squashed tag.
-            released = bit_set(source.bits(hts.tracker_entries, 0.15)) | {task.tag for task in squashed}
+            for task in inserted:
+                station.arrive(task)
+            woken = model.woken_tag(rng)
 
             ctx.set(dut.insert_valid, sum(1 << port for port in ports))
-            ctx.set(dut.insert_waits_clear, sum(1 << port for port in ports
-                                                if not set(inserted[ports.index(port)].waits_for) - released))
             ctx.set(dut.insert_task, [task_record(inserted[ports.index(port)]) if port in ports else {}
                                       for port in range(width)])
             ctx.set(dut.take, take)
-            drive_end_of_cycle(ctx, dut, next_squash, confirm, released)
+            drive_end_of_cycle(ctx, dut, next_squash, confirm, woken)
             assert ctx.get(dut.room) == room, where
             assert doomed_tags(ctx, dut) == tags_of(squashed), where
             assert ctx.get(dut.offer_valid) == (offer is not None), where
             if offer is not None:
                 assert record_fields(ctx.get(dut.offer_task)) == offered, where
 
-            model.end_of_cycle(released, confirm)
+            woken_here = any(task.tag == woken and not task.ready for task in station.tasks)
+            model.end_of_cycle(woken, confirm)
             await ctx.tick()
-            assert_contents(ctx, dut, station.tasks, where)
+            assert_station_contents(ctx, dut, station, where)
             seen.update(offered=offer is not None, taken=take and offer is not None, squashed=len(squashed),
+                        woken=woken_here, passes_older=passes_older,
                         full=not room, several_inserted=count > 1, gap_inserted=ports != list(range(count)))
 
     run(dut, bench)
     # A single port cannot insert several tasks or leave a gap.
-    exercised = ["offered", "taken", "squashed", "full"]
+    exercised = ["offered", "taken", "squashed", "full", "woken"] + (["passes_older"] if hts.rs_entries > 1 else [])
     exercised += ["several_inserted", "gap_inserted"] if width > 1 else []
     assert all(seen[what] for what in exercised), seen

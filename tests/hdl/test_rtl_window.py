@@ -5,7 +5,7 @@ from collections import Counter
 
 import pytest
 from configs import config_named
-from queue_model import (CONFIGS, VARIANTS, ModelSurroundings, TaskSource, assert_contents, bit_set,
+from queue_model import (CONFIGS, VARIANTS, ModelSurroundings, TaskSource, assert_contents,
                          doomed_tags, drive_end_of_cycle, record_fields, tags_of, task_fields, task_record)
 from rtl_sim import run
 
@@ -53,14 +53,13 @@ def test_window_matches_model(preset, seed):
             for station in model.stations:        # not under test: issued tasks leave the picture
                 station.tasks.clear()
             window.tasks.extend(arriving)
-            # The top level broadcasts the CDB's tags and every squashed tag.
-            released = bit_set(source.bits(hts.tracker_entries, 0.15)) | {task.tag for task in squashed}
+            woken = model.woken_tag(rng)
 
             ctx.set(dut.station_room, station_room)
             ctx.set(dut.append, appended is not None)
             if appended is not None:
                 ctx.set(dut.append_task, task_record(appended))
-            drive_end_of_cycle(ctx, dut, next_squash, confirm, released)
+            drive_end_of_cycle(ctx, dut, next_squash, confirm, woken)
             assert ctx.get(dut.room) == room, where
             assert doomed_tags(ctx, dut) == tags_of(squashed), where
             assert ctx.get(dut.issue_valid) == (1 << len(issued)) - 1, where
@@ -69,20 +68,20 @@ def test_window_matches_model(preset, seed):
             issue_task = ctx.get(dut.issue_task)
             for position, task in enumerate(moved):
                 assert record_fields(issue_task[position]) == start[task.tag], f"{where}, issue {position}"
-                assert ctx.get(dut.issue_waits_clear[position]) == (not set(task.waits_for) - released), where
 
-            model.end_of_cycle(released, confirm)
+            model.end_of_cycle(woken, confirm, appended)
             await ctx.tick()
             assert_contents(ctx, dut, window.tasks, where)
             left = [position for position, tag in enumerate(waiting) if tag not in issued]
             seen.update(issued=len(issued), squashed=len(squashed), full=not room,
+                        woken=woken in [task.tag for task in window.tasks],
                         several_issued=len(issued) > 1,
                         passed_older=any(waiting.index(tag) > min(left) for tag in issued) if left else False)
 
     run(dut, bench)
     # A younger task passes an older one whose station is full (there is no younger one in
     # a one-entry window); several ways issue together.
-    exercised = ("issued", "squashed", "full") + (
+    exercised = ("issued", "squashed", "full", "woken") + (
         ("passed_older",) if hts.window > 1 else ()) + (
         ("several_issued",) if hts.dispatch_width > 1 else ())
     assert all(seen[what] for what in exercised), seen
