@@ -16,12 +16,25 @@ from .reservation_station import ReservationStation
 from .timing import DeviceTiming
 from .window import DecodedTask, DispatchWindow
 
-__all__ = ["Dispatch", "START_DELAY"]
+__all__ = ["Dispatch", "START_DELAY", "squash_queues"]
 
 # Cycles from a dispatch grant to the accelerator's first cycle: the grant is registered,
 # and the shell reads the task's regions by the registered tag (docs/microarchitecture.md,
 # "Dispatch: the grant's cycle and the start cycle").
 START_DELAY = 1
+
+
+def squash_queues(window: DispatchWindow, stations: list[ReservationStation], bits: int) -> list[DecodedTask]:
+    """Remove from the window and the stations every task under a speculation ID of ``bits``; the tasks removed."""
+    squashed = [task for task in window.tasks if task.mask & bits]
+    for task in squashed:
+        window.tasks.remove(task)
+    for station in stations:
+        in_station = [task for task in station.tasks if task.mask & bits]
+        for task in in_station:
+            station.remove(task)
+        squashed += in_station
+    return squashed
 
 
 class Dispatch:

@@ -34,7 +34,7 @@ from .cdb import CommonDataBus
 from .control import Fault
 from .copy_back import CopyBackEngine, retarget_task, retargeted, transfer_cycles
 from .decode import Decode, Decoded, ProcessContext, runtime_accesses
-from .dispatch import START_DELAY, Dispatch
+from .dispatch import START_DELAY, Dispatch, squash_queues
 from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
@@ -188,14 +188,7 @@ class HTSModel:
         for task in self.completed_speculative:
             task.squashed = bool(task.mask & bit)
         self.completed_speculative = [task for task in self.completed_speculative if not task.squashed]
-        squashed = [task for task in self.window.tasks if task.mask & bit]
-        for task in squashed:
-            self.window.tasks.remove(task)
-        for station in self.stations:
-            in_station = [task for task in station.tasks if task.mask & bit]
-            for task in in_station:
-                station.remove(task)
-            squashed += in_station
+        squashed = squash_queues(self.window, self.stations, bit)
         if self.enqueue.task is not None and self.enqueue.task.mask & bit:
             if self.enqueue.search.row:
                 self._search_corners.add("squashed")

@@ -15,7 +15,7 @@ from rtl_sim import region_value
 
 from hts.base.config import SystemConfig
 from hts.isa import FIELDS
-from hts.models.dispatch import Dispatch
+from hts.models.dispatch import Dispatch, squash_queues
 from hts.models.reservation_station import ReservationStation
 from hts.models.timing import TableLatency
 from hts.models.window import DecodedTask, DispatchWindow
@@ -47,15 +47,7 @@ class ModelSurroundings:
 
     def squash(self, spec_bits: int) -> list[DecodedTask]:
         """The window and station part of ``HTSModel._squash`` for every ID in ``spec_bits``."""
-        squashed = [task for task in self.window.tasks if task.mask & spec_bits]
-        for task in squashed:
-            self.window.tasks.remove(task)
-        for station in self.stations:
-            in_station = [task for task in station.tasks if task.mask & spec_bits]
-            for task in in_station:
-                station.remove(task)
-            squashed += in_station
-        return squashed
+        return squash_queues(self.window, self.stations, spec_bits)
 
     def end_of_cycle(self, woken: int | None, confirmed_bits: int, appended: DecodedTask | None = None):
         """The window and station part of ``HTSModel._end_of_cycle`` (its ``_wake`` and
