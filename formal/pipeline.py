@@ -13,7 +13,7 @@ from hts.hdl.cdb import CommonDataBus
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.hts import connect_completion, connect_issue_and_dispatch, gathered_tag_sets, queued_tag_sets
 from hts.hdl.interfaces import core_signature, instance_numbering
-from hts.hdl.primitives import index_set, popcount
+from hts.hdl.primitives import fewer_than, index_set, popcount
 from hts.hdl.reservation_station import ReservationStation
 from hts.hdl.window import DispatchWindow
 
@@ -75,7 +75,8 @@ class PipelineHarness(Harness):
     GROUPS = (PropertyGroup("records", lambda config: "prove" if _one_entry_queues(config) else "bmc",
                             lambda config: 2 if _one_entry_queues(config) else BMC_DEPTH),
               PropertyGroup("squash", "prove", 6))
-    ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists")
+    ASSUMPTIONS = ("append_only_with_room", "append_not_squashed", "appended_tag_free", "appended_class_exists",
+                   "woken_meets_one_slot")
 
     def build(self, m: Module):
         config = self.config
@@ -128,12 +129,19 @@ class PipelineHarness(Harness):
             # The retarget (copy-back engine) and the memory port stay free: no tag depends on them.
             free_inputs(m, shell, wired=(shell.task.valid, shell.task.payload, shell.granted, shell.abort,
                                          shell.power_enable, shell.confirm))
+        # The wake-up is free: any tag woken in any cycle, one at a time, as the walker wakes them.
+        woken = Signal.like(window.woken)
+        m.d.comb += woken.eq(AnySeq(len(woken.as_value())))
         for queue in [window, *stations]:
-            m.d.comb += [queue.squash_next.eq(squash_next), queue.confirm.eq(confirm),
-                         queue.broadcast.eq(released)]
+            m.d.comb += [queue.squash_next.eq(squash_next), queue.confirm.eq(confirm), queue.woken.eq(woken)]
+        # A tag names one task in flight (``no_two_places_hold_one_tag``, in ``records``): the
+        # walker's tag meets one queued slot at most, which the squash's induction needs too.
+        meets = [valid & (entry.tag == woken.tag) for queue in [window, *stations]
+                 for valid, entry in zip(queue.valid, queue.entries)]
+        self.assume(m, "woken_meets_one_slot", ~woken.valid | fewer_than(Cat(*meets), 2))
         connect_issue_and_dispatch(m, window, stations, arbiter, asr)
         # Decode's task and the tracker's entries are free.
-        free_inputs(m, window, wired=(window.squash_next, window.confirm, window.broadcast, window.station_room))
+        free_inputs(m, window, wired=(window.squash_next, window.confirm, window.woken, window.station_room))
         free_inputs(m, arbiter, wired=(arbiter.offer_valid, arbiter.offer_task, arbiter.has_free,
                                        arbiter.free_instance))
         return squash, aborted, broadcast, squashed, released
@@ -155,10 +163,14 @@ class PipelineHarness(Harness):
     def _helpers(self, m: Module, places):
         """State no port of the pipeline shows, which the induction needs."""
         config, window, shells = self.config, self.window, self.shells
-        for queue_name, queue in [("window", window), *((f"station{c}", s) for c, s in enumerate(self.stations))]:
-            # The squash's induction needs the orders too: with two ways, two window
-            # slots taking one issue position merge their records.
-            for name, holds in strict_total_order(queue.valid, queue.older).items():
+        # The squash's induction needs the orders too: with two ways, two window slots
+        # taking one issue position merge their records. A station orders its ready slots.
+        ordered = [("window", window, window.valid)]
+        ordered += [(f"station{c}", station, Cat(*(valid & entry.ready for valid, entry in
+                                                   zip(station.valid, station.entries))))
+                    for c, station in enumerate(self.stations)]
+        for queue_name, queue, slots in ordered:
+            for name, holds in strict_total_order(slots, queue.older).items():
                 self.check(m, ("records", "squash"), f"{queue_name}_age_{name}", holds)
         self.check(m, "records", "window_tasks_of_existing_classes",
                    Cat(*(~valid | (entry.accel_class < len(config.accelerators))
