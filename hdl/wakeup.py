@@ -12,7 +12,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
-from hts.base.config import SystemConfig, bits_for
+from hts.base.config import SystemConfig
 
 from .mutation import mutable
 from .primitives import index_set, lowest_ones, popcount, select, wire
