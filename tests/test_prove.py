@@ -21,8 +21,9 @@ pytestmark = [pytest.mark.formal,
 # branch unit's squash (a 28-cycle base case) 12 s, the retire bound 18 s and the pipeline
 # on small one to one and a half minutes, so they and the rest of the second
 # configuration run with -m slow.
-QUICK = [("small", "window", "age_order"), ("small", "window", "squash"),
-         ("small", "reservation_station", "age_order"), ("small", "reservation_station", "squash"),
+QUICK = [("small", "window", "age_order"), ("small", "window", "squash"), ("small", "window", "wake"),
+         ("small", "reservation_station", "ready_order"), ("small", "reservation_station", "squash"),
+         ("small", "wakeup", "walk"),
          ("small", "memory_tracker", "tags"),
          ("small", "tlb", "age_order"), ("small", "tlb", "picks"), ("small", "tlb", "copy_back"),
          ("small", "tlb", "squash"), ("small", "enqueue", "squash"),
@@ -62,6 +63,8 @@ def test_every_other_proof_passes(config, block, group):
     # A task that starts reading the home chosen for a retarget is there when it is offered.
     ("small", "tlb", "copy_back", "retarget_choice_gains_no_access",
      "assert retarget_offer_touched_only_by_its_producer"),
+    # A search started on a tag whose list is still being walked appends to a walked list.
+    ("small", "wakeup", "walk", "starts_as_decode_would", "assert only_released_lists_are_walked"),
     # A task decoded under the ID squashed in its cycle is held the cycle after.
     ("small", "enqueue", "squash", "arrival_not_squashed", "assert nothing_held_under_a_squashed_id"),
     # A branch decoded under the ID squashed in its cycle stays in its slot.
@@ -87,6 +90,7 @@ CAUGHT_MUTANTS = [
     ("small", "reservation_station", "squash", "queue_squash_first_id_only",
      "assert doomed_entries_are_the_hit_entries"),
     ("small", "tlb", "copy_back", "copyback_ignores_touches", "assert copy_offer_untouched"),
+    ("small", "wakeup", "walk", "pending_count_underflows", "assert no_count_underflows"),
     ("small", "cdb", "latency", "cdb_priority_inverted", "assert matrix_is_the_ticket_order"),
     ("small", "branch_unit", "squash", "branch_squash_spares_nested", "assert no_slot_left_under_a_squashed_id"),
     ("small", "branch_unit", "squash", "branch_confirm_lost", "assert ids_in_use_are_held_or_squashed"),
