@@ -139,7 +139,7 @@ class WakeUp(wiring.Component):
                      read_lane.eq(select(walk["tag_hot"], [Const(tag % lanes) for tag in range(self._tags)]))]
         outputs = []
         for lane, lane_tags in enumerate(in_lane):
-            bank = Memory(shape=range(self._tags), depth=len(lane_tags) * slots, init=[])
+            bank = Memory(shape=self.reading.shape(), depth=len(lane_tags) * slots, init=[])
             m.submodules[f"successors_{lane}"] = bank
             write = bank.write_port()
             row = self.search_row if len(lane_tags) > 1 else 0
