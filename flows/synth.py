@@ -92,6 +92,7 @@ _BLOCKS = {
     "copy_back": "hts.hdl.copy_back:CopyBackEngine",
     "decode": "hts.hdl.decode:Decode",
     "enqueue": "hts.hdl.enqueue:Enqueue",
+    "wakeup": "hts.hdl.wakeup:WakeUp",
     "window": "hts.hdl.window:DispatchWindow",
     "reservation_station": "hts.hdl.reservation_station:ReservationStation",
     "asr": "hts.hdl.asr:AcceleratorStatus",

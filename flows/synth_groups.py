@@ -25,7 +25,7 @@ class BlockGroup(wiring.Component):
     """Named blocks, wired by ``connect``; every input it leaves undriven, and every
     output, becomes a port ``<block>_<port>``, except the inputs named in ``shared``,
     which all blocks having them take from one port of that name (as the top level
-    drives the queues' squash_next, confirm and broadcast from one source).
+    drives the queues' squash_next, confirm and woken from one source).
 
     ``driven``: per block, the inputs ``connect`` drives.
     """
@@ -70,7 +70,7 @@ class IssueAndDispatch(BlockGroup):
                   "asr": asr}
         driven = {"window": {"station_room"}, "arbiter": {"offer_valid", "offer_task", "has_free", "free_instance"},
                   "asr": {"occupy"},
-                  **{f"station{c}": {"take", "insert_task", "insert_valid", "insert_waits_clear"}
+                  **{f"station{c}": {"take", "insert_task", "insert_valid"}
                      for c in range(len(stations))}}
         super().__init__(blocks, lambda m: connect_issue_and_dispatch(m, window, stations, arbiter, asr), driven,
-                         shared=("squash_next", "confirm", "broadcast"))
+                         shared=("squash_next", "confirm", "woken"))

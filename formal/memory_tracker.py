@@ -40,10 +40,11 @@ class MemoryTrackerHarness(Harness):
 
         self.check(m, "tags", "valid_is_in_flight", tracker.valid == in_flight)
         self.check(m, "tags", "never_allocated_twice", (allocated & in_flight) == 0)
-        lowest_free = Cat(*(~in_flight[tag] & in_flight[:tag].all() if tag else ~in_flight[0]
-                            for tag in range(count)))
+        # The wake-up's held tags (a free input) are not free to allocate.
+        taken = in_flight | tracker.held
+        lowest_free = Cat(*(~taken[tag] & taken[:tag].all() if tag else ~taken[0] for tag in range(count)))
         self.check(m, "tags", "free_tag_is_lowest_free",
-                   (tracker.has_free == ~in_flight.all())
+                   (tracker.has_free == ~taken.all())
                    & (~tracker.has_free | lowest_free.bit_select(tracker.free_tag, 1)))
         self.cover(m, "tags", "full_then_released", tracker.valid.all() & tracker.release.any())
         self._search(m, tracker)

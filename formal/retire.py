@@ -100,6 +100,8 @@ class RetireHarness(Harness):
             engine.wanted.eq(copy_wanted(stalled_on_tlb, drained, tlb, processes)),
             tlb.remove.eq(engine.remove),
             tracker.release.eq(released),
+            # No wake-up here: no tag is held from allocation once free.
+            tracker.held.eq(0),
             tlb.broadcast.eq(released),
             *(getattr(tracker, name).eq(getattr(engine, name))
               for name in ("retarget", "retarget_tm", "retarget_home", "retarget_producer")),

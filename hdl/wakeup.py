@@ -134,7 +134,7 @@ class WakeUp(wiring.Component):
                  for lane, lane_tags in enumerate(in_lane)]
         m.d.comb += self.row_found.eq(popcount(found))
         read_base = select(walk["tag_hot"], [Const((tag // lanes) * slots) for tag in range(self._tags)])
-        read_lane = Signal(range(lanes), name="read_lane")
+        read_lane = Signal(range(max(lanes, 2)), name="read_lane")    # a bit even with one lane
         m.d.sync += [self.reading_valid.eq(walk["reads"]),
                      read_lane.eq(select(walk["tag_hot"], [Const(tag % lanes) for tag in range(self._tags)]))]
         outputs = []

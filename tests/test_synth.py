@@ -319,13 +319,13 @@ def test_the_issue_and_dispatch_group_carries_a_task_from_the_window_to_its_shel
     task appended to its window goes through its station to the arbiter's delivery."""
     group = synth.build(tiny_config, "issue_and_dispatch")
     ports = group.signature.members
-    assert {"squash_next", "confirm", "broadcast", "window_append", "arbiter_deliver"} <= set(ports)
+    assert {"squash_next", "confirm", "woken", "window_append", "arbiter_deliver"} <= set(ports)
     assert not {"arbiter_offer_task", "station0_take", "window_station_room", "window_squash_next"} & set(ports)
     delivered = []
 
     async def bench(ctx):
         ctx.set(group.window_append, 1)
-        ctx.set(group.window_append_task, {"tag": 0, "accel_class": 2})
+        ctx.set(group.window_append_task, {"tag": 0, "accel_class": 2, "ready": 1})
         await ctx.tick()
         ctx.set(group.window_append, 0)
         for cycle in range(1, 5):

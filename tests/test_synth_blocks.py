@@ -77,7 +77,8 @@ def test_the_blocks_add_up_to_the_total_of_the_design():
 
 def _expected_blocks(config) -> dict[str, int]:
     """Block -> instances, from the configuration alone."""
-    single = ("decode", "enqueue", "tracker", "tlb", "window", "arbiter", "asr", "cdb", "branch_unit", "copy_back")
+    single = ("decode", "enqueue", "tracker", "wakeup", "tlb", "window", "arbiter", "asr", "cdb", "branch_unit",
+              "copy_back")
     return {"hts": 1, "queue": config.hts.processes, "station": len(config.accelerators),
             "shell": sum(acc.count for acc in config.accelerators), **dict.fromkeys(single, 1)}
 
