@@ -348,8 +348,8 @@ class HTSModel:
             if self.observer is not None:
                 self._observe_walker()
             tag = self.wakeup.end_of_cycle(waiter if producers else None, producers, released)
-            woken = [task for task in self._waiting() if task.tag == tag and task is not enqueued
-                     and task is not self.enqueue.task]
+            woken = [] if tag is None else [task for task in self._waiting() if task.tag == tag
+                                            and task is not enqueued and task is not self.enqueue.task]
             if enqueued is not None:
                 enqueued.ready = not self.wakeup.pending[enqueued.tag]
             self.tracker.held = self.wakeup.held()
@@ -409,9 +409,8 @@ class HTSModel:
             # The task in the enqueue stage has a window slot waiting for it.
             "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
             "tracker": self.tracker.allocatable(),
-            "successors_full": self.wakeup is not None and any(
-                len(self.wakeup.successors[tag]) >= self.wakeup.slots - 1
-                for tag, entry in enumerate(self.tracker.entries) if entry is not None),
+            "successors_full": self.wakeup is not None and self.wakeup.successors_full(
+                tag for tag, entry in enumerate(self.tracker.entries) if entry is not None),
             # A search under way keeps the tracker's comparators in the next cycle too.
             "scan_busy": (self.enqueue.searching_next_cycle(self.tracker)
                           or self.branch_unit.searching_next_cycle(self.processes, self.tracker)),

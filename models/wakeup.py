@@ -23,7 +23,7 @@ WAKE_DELAY = 2
 
 
 class WakeUp:
-    """The counts, the lists and the walker; ``step`` is one cycle of the walker."""
+    """The counts, the lists and the walker; ``end_of_cycle`` is one cycle of them."""
 
     def __init__(self, tags: int, slots: int):
         self.slots = slots
@@ -35,8 +35,9 @@ class WakeUp:
         self.reading: int | None = None                    # successor read last cycle
         self.last_walked = tags - 1
 
-    def full(self, producer: int) -> bool:
-        return len(self.successors[producer]) == self.slots
+    def successors_full(self, tracked) -> bool:
+        """Decode's rule: a list of a ``tracked`` producer has fewer than two free slots."""
+        return any(len(self.successors[tag]) >= self.slots - 1 for tag in tracked)
 
     def held(self) -> set[int]:
         """Tags that may not be allocated, though their tracker entry is free."""

@@ -54,7 +54,7 @@ def test_wakeup_matches_the_model(seed, name):
                 assert ctx.get(dut.pending[tag]) == model.pending[tag], (where, tag)
                 assert ctx.get(dut.length[tag]) == len(model.successors[tag]), (where, tag)
             ctx.set(dut.tracked, bits(live))
-            full = any(len(model.successors[tag]) >= slots - 1 for tag in live)
+            full = model.successors_full(live)
             assert ctx.get(dut.successors_full) == full, where
             if "list full" in counts:
                 counts["list full"] += full
