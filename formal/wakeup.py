@@ -46,7 +46,8 @@ class WakeUpHarness(Harness):
             row.eq(Mux(start, 0, row + 1)),
             waiter.eq(Mux(start, new_tag, waiter)),
         ]
-        m.d.comb += [wakeup.tracked.eq(tracked), wakeup.register.eq(searching),
+        # As the enqueue stage does, a waiter squashed now registers nothing.
+        m.d.comb += [wakeup.tracked.eq(tracked), wakeup.register.eq(searching & ~squashed_now),
                      wakeup.waiter.eq(waiter), wakeup.search_row.eq(row)]
         self.assume(m, "starts_as_decode_would",
                     ~start | (~searching | last_row | squashed_now) & ~wakeup.successors_full & (new_tag < tags)
@@ -64,10 +65,12 @@ class WakeUpHarness(Harness):
         walked = wakeup.to_walk | wakeup.held & ~Cat(*(count != 0 for count in pending))
         self.check(m, "walk", "only_released_lists_are_walked", (walked & tracked) == 0)
         self.check(m, "walk", "a_walk_reads_a_list_slot", ~wakeup.reading_valid | (wakeup.reading < tags))
-        # A woken count is zero after the edge, unless the same edge registered its task again.
+        # A joined list is still the producer's: its tag was not released since it was found.
+        joining = Cat(*(wakeup.staged_lanes[tag % lanes] & (wakeup.staged_row == tag // lanes) for tag in range(tags)))
+        self.check(m, "walk", "joins_only_tracked_lists", (joining & ~tracked) == 0)
+        # A woken count is zero after the edge (a waiter joining more lists at it is not woken).
         was_woken, woken_tag = Signal(), Signal.like(wakeup.woken.tag)
-        rejoined = wakeup.register & wakeup.producers.any() & (wakeup.waiter == wakeup.woken.tag)
-        m.d.sync += [was_woken.eq(wakeup.woken.valid & ~rejoined), woken_tag.eq(wakeup.woken.tag)]
+        m.d.sync += [was_woken.eq(wakeup.woken.valid), woken_tag.eq(wakeup.woken.tag)]
         self.check(m, "walk", "a_woken_count_is_zero",
                    ~was_woken | (Cat(*pending).word_select(woken_tag, len(pending[0])) == 0))
         self.check(m, "walk", "held_is_what_is_in_use",

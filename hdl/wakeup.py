@@ -2,7 +2,9 @@
 
 RTL of ``hts.models.wakeup`` (docs/microarchitecture.md, "Wake-up"). The lists live in
 one RAM bank per tracker lane: a search row finds at most one producer per lane, so a row
-registers its task with every producer it found in one cycle, one write per bank. The
+registers its task with every producer it found in one cycle, one write per bank. A row's
+finds are staged in a register first (per lane: found or not; the row; the waiter), so
+that the search's comparators and the counts' adders sit in different cycles. The
 walker reads one slot a cycle through a synchronous read port and decrements that
 successor's count at the next edge.
 """
@@ -30,26 +32,31 @@ class WakeUp(wiring.Component):
     Attributes
     ----------
     register, waiter, producers, search_row : In
-        The enqueue stage's task (``waiter``) joins the lists of ``producers``, the tags this
-        cycle's search row found (row ``search_row``), at the edge.
+        The enqueue stage's task (``waiter``) and the tags this cycle's search row found
+        (row ``search_row``): staged at the edge, less the ones released at it; the waiter
+        joins their lists at the next.
     row_found : Out
-        How many producers the row found (the waiter's count grows by it).
+        How many producers the row found (for the trace).
     waiter_ready : Out
-        The waiter's count is zero after the edge.
+        The waiter waits for nothing after the edge: count zero, nothing staged.
     release : In
         Tags released at the edge (broadcast or squashed): their lists wait for the walker.
     tracked : In
         The tracker's valid tags: whose lists a search can still reach.
     successors_full : Out
-        A tracked producer's list has fewer than two free slots: decode starts no task.
+        A tracked producer's list, with the staged append, has fewer than two free slots:
+        decode starts no task.
     woken : Out
-        The tag whose count the walker takes from one to zero at the edge (a waiter the same
-        edge registers again is the enqueue stage's task, which no queue holds).
+        The tag whose count the walker takes from one to zero at the edge, unless the
+        staged registration adds to it at the same edge.
     held : Out, registered
         Tags not to allocate: count not zero, list not walked yet, or being walked.
     pending, length, to_walk, walking : Signal
         Per tag: its count; its list's length; released, list waiting for the walker; the
         list being walked (one-hot, or none).
+    staged_lanes, staged_row, staged_waiter : Signal
+        The registration joined at this edge: the lanes whose producer in ``staged_row``
+        the waiter joins.
     reading_valid, reading : Signal
         The successor read last cycle, whose count loses one at this edge.
     """
@@ -59,11 +66,12 @@ class WakeUp(wiring.Component):
         self._tags, self._lanes, self._slots = hts.tracker_entries, hts.search_lanes, hts.successor_slots
         self._rows = hts.tracker_rows
         tag = widths.tag
+        row = range(max(self._rows, 2))       # a bit even with one row: no empty port
         super().__init__({
             "register": In(1),
             "waiter": In(tag),
             "producers": In(self._tags),
-            "search_row": In(range(max(self._rows, 2))),
+            "search_row": In(row),
             "row_found": Out(range(self._lanes + 1)),
             "waiter_ready": Out(1),
             "release": In(self._tags),
@@ -77,29 +85,50 @@ class WakeUp(wiring.Component):
         self.length = Signal(data.ArrayLayout(range(self._slots + 1), self._tags))
         self.to_walk = Signal(self._tags)
         self.walking = Signal(self._tags)
+        self.staged_lanes = Signal(self._lanes)
+        self.staged_row = Signal(row)
+        self.staged_waiter = Signal(tag)
         self.reading_valid = Signal()
         self.reading = Signal(tag)
+
+    def _lane_tags(self) -> list[range]:
+        return [range(lane, self._tags, self._lanes) for lane in range(self._lanes)]
 
     def elaborate(self, platform):
         m = Module()
         tags = range(self._tags)
-        registering = wire(m, Mux(self.register, self.producers, 0), "registering")
+        staying = self._stage(m)
+        joining = wire(m, Cat(*(self.staged_lanes[tag % self._lanes] & (self.staged_row == tag // self._lanes)
+                                for tag in tags)), "joining")
         walk = self._walker(m)
-        self._banks(m, registering, walk)
-        counted_next = self._counts(m, registering, self.reading_valid, self.reading)
+        self._banks(m, joining, walk)
+        counted_next = self._counts(m, staying)
         for tag in tags:
-            grown = self.length[tag] + registering[tag]
+            grown = self.length[tag] + joining[tag]
             m.d.sync += self.length[tag].eq(Mux(walk["last"] & walk["tag_hot"][tag], 0, grown))
-        lengths_after = Cat(*((self.length[tag] != 0) | registering[tag] for tag in tags))
+        lengths_after = Cat(*((self.length[tag] != 0) | joining[tag] for tag in tags))
         to_walk_next = self.to_walk & ~walk["picked"] | self.release & lengths_after
         m.d.sync += [self.to_walk.eq(to_walk_next),
                      # Registered from the next state, so that the free-tag search starts at a flip-flop.
                      self.held.eq(counted_next | to_walk_next | Mux(walk["last"], 0, walk["tag_hot"]))]
-        m.d.comb += [
-            self.successors_full.eq(Cat(*(tracked & (length >= self._slots - 1)
-                                          for tracked, length in zip(self.tracked, self.length))).any()),
-        ]
+        slots = self._slots
+        nearly_full = Cat(*((length >= slots - 1) | joining[tag] & (length >= slots - 2)
+                            for tag, length in enumerate(self.length)))
+        m.d.comb += self.successors_full.eq((self.tracked & nearly_full).any())
         return m
+
+    def _stage(self, m: Module):
+        """The row's finds, less the producers released now, staged per lane at the edge;
+        whether any stays (the waiter then waits)."""
+        registering = Mux(self.register, self.producers, 0)
+        found = [Cat(*(registering[tag] for tag in lane_tags)).any() for lane_tags in self._lane_tags()]
+        m.d.comb += self.row_found.eq(popcount(found))
+        kept = registering & ~self.release
+        staying = wire(m, Cat(*(Cat(*(kept[tag] for tag in lane_tags)).any() for lane_tags in self._lane_tags())),
+                       "staying")
+        m.d.sync += [self.staged_lanes.eq(staying), self.staged_row.eq(self.search_row),
+                     self.staged_waiter.eq(self.waiter)]
+        return staying
 
     def _walker(self, m: Module) -> dict:
         """The producer whose list is read this cycle: the one being walked, else the next
@@ -125,49 +154,51 @@ class WakeUp(wiring.Component):
             m.d.sync += after.eq(Cat(*(picked[:tag].any() for tag in range(tags))))
         return {"tag_hot": current, "position": slot, "reads": reads, "last": last, "picked": picked}
 
-    def _banks(self, m: Module, registering, walk):
+    def _banks(self, m: Module, joining, walk):
         """One RAM bank per lane: bank ``l`` holds the lists of tags ``l``, ``l + lanes``, ...;
-        the walker's read, a cycle late in ``reading``."""
+        the staged waiter is written at the end of its producers' lists; the walker's read
+        arrives a cycle late in ``reading``."""
         lanes, slots = self._lanes, self._slots
-        in_lane = [range(lane, self._tags, lanes) for lane in range(lanes)]
-        found = [wire(m, Cat(*(registering[tag] for tag in lane_tags)).any(), f"lane_{lane}_found")
-                 for lane, lane_tags in enumerate(in_lane)]
-        m.d.comb += self.row_found.eq(popcount(found))
         read_base = select(walk["tag_hot"], [Const((tag // lanes) * slots) for tag in range(self._tags)])
         read_lane = Signal(range(max(lanes, 2)), name="read_lane")    # a bit even with one lane
         m.d.sync += [self.reading_valid.eq(walk["reads"]),
                      read_lane.eq(select(walk["tag_hot"], [Const(tag % lanes) for tag in range(self._tags)]))]
         outputs = []
-        for lane, lane_tags in enumerate(in_lane):
+        for lane, lane_tags in enumerate(self._lane_tags()):
             bank = Memory(shape=self.reading.shape(), depth=len(lane_tags) * slots, init=[])
             m.submodules[f"successors_{lane}"] = bank
             write = bank.write_port()
-            row = self.search_row if len(lane_tags) > 1 else 0
-            appended = select([registering[tag] for tag in lane_tags], [self.length[tag] for tag in lane_tags])
+            row = self.staged_row if len(lane_tags) > 1 else 0
+            appended = select([joining[tag] for tag in lane_tags], [self.length[tag] for tag in lane_tags])
             dropped = mutable("successor_list_drops_waiter", 0, (appended != 0) & (lane == lanes - 1))
-            m.d.comb += [write.addr.eq(row * slots + appended), write.data.eq(self.waiter),
-                         write.en.eq(found[lane] & ~dropped)]
+            m.d.comb += [write.addr.eq(row * slots + appended), write.data.eq(self.staged_waiter),
+                         write.en.eq(self.staged_lanes[lane] & ~dropped)]
             read = bank.read_port()
             m.d.comb += read.addr.eq(read_base + walk["position"])
             outputs.append(read.data)
         m.d.comb += self.reading.eq(Cat(outputs).word_select(read_lane, len(outputs[0])) if lanes > 1 else outputs[0])
 
-    def _counts(self, m: Module, registering, reading_valid, reading):
-        """Each count grows by what the waiter's row found and loses the successor read last
+    def _counts(self, m: Module, staying):
+        """Each count grows by the staged registration and loses the successor read last
         cycle; returns, per tag, whether its count is not zero after the edge."""
-        waiter_hot = index_set([self.register], [self.waiter], self._tags)
-        reading_hot = wire(m, Mux(reading_valid, 1 << reading, 0)[:self._tags], "reading_hot")
-        grows = self.row_found.any()
+        joins = self.staged_lanes.any()
+        joined_hot = index_set([joins], [self.staged_waiter], self._tags)
+        joined = popcount(self.staged_lanes)
+        reading_hot = wire(m, Mux(self.reading_valid, 1 << self.reading, 0)[:self._tags], "reading_hot")
         for tag, count in enumerate(self.pending):
-            added = Mux(waiter_hot[tag], mutable("pending_count_underflows", self.row_found, grows), 0)
+            added = Mux(joined_hot[tag], mutable("pending_count_underflows", joined, joins), 0)
             m.d.sync += count.eq(count + added - reading_hot[tag])
-        # From registers, off the search's path: zero after the edge needs nothing found now.
+        # All from registers but ``staying``, which only the search's OR reaches.
+        waiter_hot = index_set([self.register], [self.waiter], self._tags)
         waiter_count = select(waiter_hot, self.pending)
-        decremented = reading_valid & (reading == self.waiter)
-        m.d.comb += self.waiter_ready.eq(~grows & ((waiter_count == 0) | (waiter_count == 1) & decremented))
+        decremented = self.reading_valid & (self.reading == self.waiter)
+        waiter_joins = joins & (self.staged_waiter == self.waiter)
+        m.d.comb += self.waiter_ready.eq(~staying.any() & ~waiter_joins
+                                         & ((waiter_count == 0) | (waiter_count == 1) & decremented))
         reading_count = select(reading_hot, self.pending)
-        m.d.comb += [self.woken.valid.eq(reading_valid & (reading_count == 1)), self.woken.tag.eq(reading)]
-        # Not zero after the edge: not zero and not taken to zero now, or grown now (only the
-        # waiter grows, and only when its row found some).
-        return Cat(*((count != 0) & ~((count == 1) & reading_hot[tag]) | waiter_hot[tag] & grows
+        rejoins = joins & (self.staged_waiter == self.reading)
+        m.d.comb += [self.woken.valid.eq(self.reading_valid & (reading_count == 1) & ~rejoins),
+                     self.woken.tag.eq(self.reading)]
+        # Not zero after the edge: not zero and not taken to zero now, or joined now.
+        return Cat(*((count != 0) & ~((count == 1) & reading_hot[tag]) | joined_hot[tag]
                      for tag, count in enumerate(self.pending)))

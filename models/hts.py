@@ -351,7 +351,7 @@ class HTSModel:
             woken = [] if tag is None else [task for task in self._waiting() if task.tag == tag
                                             and task is not enqueued and task is not self.enqueue.task]
             if enqueued is not None:
-                enqueued.ready = not self.wakeup.pending[enqueued.tag]
+                enqueued.ready = not self.wakeup.waits(enqueued.tag)
             self.tracker.held = self.wakeup.held()
         for task in woken:
             if task in self.window.tasks:

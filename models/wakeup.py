@@ -3,8 +3,10 @@
 A task waiting for others keeps only a count of them; each producer keeps, in a list of
 ``hts.successor_slots`` slots indexed by its tag, the tags of the tasks waiting for it.
 The enqueue stage registers a task with the producers each row of its tracker search
-found: the task joins their lists and its count grows by as many (at the end of the
-cycle). A released producer (broadcast or squashed) has its list walked: one successor
+found, in two steps: the row's finds are *staged* at the end of its cycle, less the
+producers released at that edge, and the next cycle the task joins the staged producers'
+lists and its count grows by as many (keeping the search's comparators and the counts'
+adders in different cycles). A released producer (broadcast or squashed) has its list walked: one successor
 a cycle, the walker reading a slot in one cycle and decrementing that successor's count
 at the end of the next. A count reaching zero wakes its task.
 
@@ -34,10 +36,17 @@ class WakeUp:
         self.position = 0                                  # its next slot
         self.reading: int | None = None                    # successor read last cycle
         self.last_walked = tags - 1
+        self.staged: tuple[int, frozenset[int]] | None = None     # waiter, producers: joined next edge
 
     def successors_full(self, tracked) -> bool:
-        """Decode's rule: a list of a ``tracked`` producer has fewer than two free slots."""
-        return any(len(self.successors[tag]) >= self.slots - 1 for tag in tracked)
+        """Decode's rule: a list of a ``tracked`` producer, with the staged append, has
+        fewer than two free slots (the enqueue stage's task and decode's may each add one)."""
+        staged = self.staged[1] if self.staged else frozenset()
+        return any(len(self.successors[tag]) + (tag in staged) >= self.slots - 1 for tag in tracked)
+
+    def waits(self, tag: int) -> bool:
+        """``tag`` waits for a producer: its count is not zero, or it has staged producers."""
+        return bool(self.pending[tag]) or self.staged is not None and self.staged[0] == tag
 
     def held(self) -> set[int]:
         """Tags that may not be allocated, though their tracker entry is free."""
@@ -45,22 +54,32 @@ class WakeUp:
         return held if self.walking is None else held | {self.walking}
 
     def busy(self) -> bool:
-        return self.walking is not None or self.reading is not None or bool(self.to_walk)
+        return (self.walking is not None or self.reading is not None or bool(self.to_walk)
+                or self.staged is not None)
 
     def end_of_cycle(self, waiter: int | None, producers: set[int], released: set[int]) -> int | None:
         """The cycle's effects, landing at its end: the successor read last cycle loses one,
-        ``waiter`` joins the lists of ``producers`` (the caller checked their room), the next
-        slot is read, and the ``released`` producers with successors wait for the walker.
-        The tag whose count the decrement took from one to zero, if any (if the waiter, it
-        may have grown again: it is the enqueue stage's task, which no queue holds)."""
+        the staged waiter joins its producers' lists (the caller checked their room),
+        ``waiter`` and its ``producers`` less the ``released`` ones are staged, the next slot
+        is read, and the ``released`` producers with successors wait for the walker.
+        The tag whose count the decrement took from one to zero, if it stays zero."""
         woken = self._decrement()
-        if waiter is not None:
-            for producer in sorted(producers):
-                self.successors[producer].append(waiter)
-            self.pending[waiter] += len(producers)
+        self._join_staged()
+        if woken is not None and self.pending[woken]:
+            woken = None
+        staying = frozenset(producers - released)
+        self.staged = (waiter, staying) if waiter is not None and staying else None
         self._read()
         self.to_walk |= {tag for tag in released if self.successors[tag]}
         return woken
+
+    def _join_staged(self):
+        if self.staged is None:
+            return
+        waiter, producers = self.staged
+        for producer in sorted(producers):
+            self.successors[producer].append(waiter)
+        self.pending[waiter] += len(producers)
 
     def _decrement(self) -> int | None:
         successor, self.reading = self.reading, None
