@@ -46,7 +46,7 @@ MAX_STEP_LIMIT = 10_000_000
 # Instances of one accelerator class.
 MAX_INSTANCES = 64
 
-PRESETS = ("default", "tiny", "large", "inflight64")
+PRESETS = ("default", "tiny", "large", "inflight128")
 
 # The most instructions any configuration's program memory holds (hts.program_words).
 MAX_PROGRAM_WORDS = 1 << 16

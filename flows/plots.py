@@ -272,24 +272,32 @@ def plot_gap_study(bars: list[tuple[str, float]], path: str | Path, title: str):
     _save(fig, path)
 
 
-def plot_decode_times(decodes: dict[tuple[str, str], list[int]], path: str | Path, title: str):
-    """Decode cycle against task index: a panel per program, a line per side (model, RTL).
+def plot_decode_times(decodes: dict[tuple[str, str], tuple[list[int], list[int]]], path: str | Path, title: str):
+    """A column per program: decode cycle against task index (top), and cycles since the
+    previous decode against the tasks in flight at the decode (bottom); a line per side.
 
-    ``decodes`` maps (program, side) to the cycle of each decode, in order. The RTL is
-    drawn dashed over the model, so lines that agree show as one.
+    ``decodes`` maps (program, side) to the cycle of each decode, in order, and the tasks
+    in flight at each. The RTL is drawn dashed over the model, so lines that agree show as one.
     """
     programs = list(dict.fromkeys(program for program, _ in decodes))
-    fig, axes = plt.subplots(1, len(programs), figsize=(5 * len(programs), 4), squeeze=False)
+    fig, axes = plt.subplots(2, len(programs), figsize=(5 * len(programs), 7), squeeze=False)
     styles = {"model": {"marker": "o", "markersize": 3}, "RTL": {"linestyle": "--", "marker": "x", "markersize": 4}}
-    for ax, program in zip(axes[0], programs):
-        for (name, side), cycles in decodes.items():
+    for column, program in enumerate(programs):
+        top, bottom = axes[0][column], axes[1][column]
+        for (name, side), (cycles, in_flight) in decodes.items():
             if name == program:
-                ax.plot(range(len(cycles)), cycles, label=side, **styles.get(side, {}))
-        ax.set_xlabel("task (decode order)")
-        ax.set_ylabel("decode cycle")
-        ax.set_title(program, fontsize=10)
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+                top.plot(range(len(cycles)), cycles, label=side, **styles.get(side, {}))
+                bottom.plot(in_flight[1:], [b - a for a, b in zip(cycles, cycles[1:])], label=side,
+                            **{**styles.get(side, {}), "linestyle": "none"})
+        top.set_xlabel("task (decode order)")
+        top.set_ylabel("decode cycle")
+        top.set_title(program, fontsize=10)
+        bottom.set_xlabel("tasks in flight at the decode")
+        bottom.set_ylabel("cycles since the previous decode")
+        bottom.set_yscale("log")
+        for ax in (top, bottom):
+            ax.legend(fontsize=8)
+            ax.grid(alpha=0.3)
     fig.suptitle(title, fontsize=10)
     _save(fig, path)
 

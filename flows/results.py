@@ -52,7 +52,7 @@ _DATE = re.compile(r"^Measured (\d{4}-\d{2}-\d{2}) ")
 
 # The default's Fmax as `hts synth --json` measured it (nextpnr seed 1): the clock at which
 # the throughput tables give ns. It moves only when the table "synth-default" is re-measured.
-DEFAULT_FMAX_MHZ = 50.03
+DEFAULT_FMAX_MHZ = 54.53
 # `hts scaling`'s bands and instances per function (the paper's Figure 10).
 SCALING_BANDS = (4, 8, 16, 32)
 SCALING_INSTANCES = (1, 2, 3, 4, 6, 8)
@@ -331,18 +331,19 @@ def _throughput_model(preset: str, tasks: int) -> tuple[dict, dict]:
 def _throughput(part: int) -> Callable[[Run], str]:
     def make(run: Run) -> str:
         from .plots import plot_decode_times
-        from .throughput import report_tables
+        from .throughput import default_deep, report_tables
         results, _ = _throughput_model("default", 64)
+        config = load_config("default")
         run.plot("throughput.png", lambda path: plot_decode_times(
-            {key: result.decodes for key, result in results.items()}, path,
-            f"decode cycle per task on {load_config('default').source}"))
-        return report_tables(results, DEFAULT_FMAX_MHZ)[part]
+            {key: (result.decodes, result.in_flight) for key, result in results.items()}, path,
+            f"decodes on {config.source}"))
+        return report_tables(results, DEFAULT_FMAX_MHZ, default_deep(config))[part]
     return make
 
 
 def _throughput_rtl(run: Run) -> str:
-    from .throughput import PROGRAMS, assembled_programs, measure as measure_trace, model_results, report_tables, \
-        rtl_outcomes
+    from .throughput import PROGRAMS, assembled_programs, default_deep, measure as measure_trace, model_results, \
+        report_tables, rtl_outcomes
     config = load_config("default")
     programs = assembled_programs(config, 64)
     results, _ = model_results(config, programs)
@@ -353,22 +354,29 @@ def _throughput_rtl(run: Run) -> str:
     sides = ("model", "RTL")
     ordered = {key: results[key] for key in sorted(results, key=lambda key: (PROGRAMS.index(key[0]),
                                                                               sides.index(key[1])))}
-    return report_tables(ordered, DEFAULT_FMAX_MHZ)[0]
+    return report_tables(ordered, DEFAULT_FMAX_MHZ, default_deep(config))[0]
 
 
 def _tasks_in_flight(run: Run) -> str:
-    """A stream of 128 tasks of one class on the default and on inflight64: what 64 tags change."""
-    from .throughput import PROGRAMS, in_flight_limit
+    """A stream of 256 tasks of one class on the default and on inflight128: what 128 tags change."""
+    from .plots import plot_decode_times
+    from .throughput import PROGRAMS, default_deep, in_flight_limit
+    grown, _ = _throughput_model("inflight128", 256)
+    run.plot("throughput_inflight128.png", lambda path: plot_decode_times(
+        {key: (result.decodes, result.in_flight) for key, result in grown.items()}, path,
+        f"decodes on {load_config('inflight128').source}"))
     lines = ["| program | preset | cycles | decode stops at (tasks in flight) | then waits on (cycles) | burst tasks "
-             "| steady /task | decode → dispatch median | max |",
-             "|---|---|---:|---:|---|---:|---:|---:|---:|"]
+             "| steady /task | deep median | decode → dispatch median | max |",
+             "|---|---|---:|---:|---|---:|---:|---:|---:|---:|"]
     for kind in PROGRAMS:
-        for preset in ("default", "inflight64"):
-            results, models = _throughput_model(preset, 128)
+        for preset in ("default", "inflight128"):
+            results, models = _throughput_model(preset, 256)
             result, model = results[kind, "model"], models[kind]
-            lines.append(f"| {kind} | {preset} | {model.cycles:,} | {in_flight_limit(kind, load_config(preset))} "
+            config = load_config(preset)
+            lines.append(f"| {kind} | {preset} | {model.cycles:,} | {in_flight_limit(kind, config)} "
                          f"| {_room_stall(model.stalls)} | {len(result.burst)} "
                          f"| {_decimal(result.steady_cycles_per_task)} "
+                         f"| {_decimal(result.deep_median_interval(default_deep(config)))} "
                          f"| {_decimal(statistics.median(result.latencies))} | {max(result.latencies):,} |")
     return "\n".join(lines)
 
@@ -499,38 +507,6 @@ def _block_clocks(run: Run) -> str:
                                  for block, preset in BLOCK_CLOCKS)
 
 
-def blocks_markdown(base: dict, grown: dict) -> str:
-    """Two ``synth_blocks`` results side by side, block by block: the default and inflight64."""
-    rows = {row["block"]: row for row in base["blocks"]}
-    first, second = _preset(base["config"]), _preset(grown["config"])
-    lines = [f"| block | instances | LUT4 sites: {first} | {second} | × | FFs: {first} | {second} |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
-    for row in grown["blocks"]:
-        other = rows.get(row["block"], {"lut_sites": 0, "ffs": 0})
-        label = "top-level glue" if row["block"] == "hts" else row["block"]
-        lines.append(f"| {label} | {row['instances']} | {other['lut_sites']:,} | {row['lut_sites']:,} "
-                     f"| {_ratio(row['lut_sites'], other['lut_sites'])} | {other['ffs']:,} | {row['ffs']:,} |")
-    lines.append(f"| total (Yosys `-noflatten`) | | {base['total']['lut_sites']:,} | {grown['total']['lut_sites']:,} "
-                 f"| {_ratio(grown['total']['lut_sites'], base['total']['lut_sites'])} | {base['total']['ffs']:,} "
-                 f"| {grown['total']['ffs']:,} |")
-    return "\n".join(lines)
-
-
-def _preset(source: str) -> str:
-    """A configuration as a reader names it: ``default`` for ``<preset default>``."""
-    match = re.fullmatch(r"<preset (.*)>", source)
-    return match[1] if match else source
-
-
-def _ratio(grown: int, base: int) -> str:
-    return f"{grown / base:.1f}" if base else "-"
-
-
-def _blocks_inflight64(run: Run) -> str:
-    from .synth_blocks import synthesize_blocks
-    return blocks_markdown(synthesize_blocks(load_config("default")), synthesize_blocks(load_config("inflight64")))
-
-
 def cosim_speed_markdown(rows: Iterable[tuple[str, float, float, bool]]) -> str:
     lines = ["| configuration | cocotb + Verilator | the same build, C++ replay | ratio | traces match |",
              "|---|---:|---:|---:|---|"]
@@ -565,7 +541,8 @@ TABLES = _tables(
           _throughput(1)),
     Table("throughput-rtl", f"python -m hts.flows.throughput --fmax-mhz {DEFAULT_FMAX_MHZ:g}", _throughput_rtl,
           expensive=True, duration="a few minutes: a Verilator build"),
-    Table("tasks-in-flight", "python -m hts.flows.throughput -c default|inflight64 --no-rtl -n 128",
+    Table("tasks-in-flight", "python -m hts.flows.throughput -c default|inflight128 --no-rtl -n 256 "
+                             "--plot docs/img/throughput_inflight128.png",
           _tasks_in_flight),
     Table("model-speed", "python -m hts.flows.model_speed", _model_speed, timed=True),
     Table("timeline", "hts run benchmarks/audio_compression.s --timeline audio_compression.json "
@@ -576,8 +553,6 @@ TABLES = _tables(
           _synth((("hts", "tiny"),), "logic_levels_tiny.png"), expensive=True, duration="about 5 minutes"),
     Table("synth-blocks", "hts synth --block B [-c tiny] --json", _block_clocks, expensive=True,
           duration="about an hour"),
-    Table("synth-inflight64", "python -m hts.flows.synth_blocks -c default|inflight64 --json", _blocks_inflight64,
-          expensive=True, duration="about 40 minutes"),
     Table("synth-axi", "hts synth --block axi_hts|control [-c tiny] --json",
           _synth((("axi_hts", "default"), ("axi_hts", "tiny"), ("control", "default"))), expensive=True,
           duration="about 20 minutes"),

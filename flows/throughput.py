@@ -1,6 +1,6 @@
 """Scheduler throughput: cycles per decoded task and decode-to-dispatch latency, model and RTL.
 
-    python -m hts.flows.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--no-rtl] [--plot FILE.png]
+    python -m hts.flows.throughput [-n 64] [-c CFG] [--fmax-mhz MHZ] [--deep N] [--no-rtl] [--plot FILE.png]
 
 Two generated programs of the configuration's shortest accelerator class: N independent
 tasks (every region disjoint) and a chain of N tasks, each reading what the previous one
@@ -12,6 +12,7 @@ valid. The RTL's figures come from its own trace port, read by the co-simulation
 """
 
 import argparse
+import bisect
 import statistics
 import sys
 from collections import defaultdict, deque
@@ -31,6 +32,7 @@ from hts.models.wakeup import WAKE_DELAY
 from .plots import plot_decode_times
 
 __all__ = ["PROGRAMS", "shortest_class", "program_text", "TaskTimes", "task_times", "Throughput", "measure",
+           "default_deep",
            "in_flight_limit", "back_end_cycles_per_task", "assembled_programs", "model_results", "rtl_outcomes",
            "report_tables"]
 
@@ -122,6 +124,17 @@ class Throughput:
     decodes: list[int]                  # cycle of every decode, in order
     latencies: list[int]                # decode to dispatch, per dispatched task
     first_completion: int | None
+    in_flight: list[int] = ()           # per decode: tasks decoded before it and not completed
+
+    def intervals_in_flight(self, at_least: int) -> list[int]:
+        """Cycles from a decode to the next, made with ``at_least`` tasks already in flight
+        and no completion in between: the front end's own rate, not waiting for room."""
+        return [b - a for a, b, before, held in zip(self.decodes, self.decodes[1:], self.in_flight, self.in_flight[1:])
+                if held >= at_least and held == before + 1]
+
+    def deep_median_interval(self, at_least: int) -> float | None:
+        intervals = self.intervals_in_flight(at_least)
+        return statistics.median(intervals) if intervals else None
 
     @property
     def burst(self) -> list[int]:
@@ -156,10 +169,12 @@ class Throughput:
 def measure(events: list[dict]) -> Throughput:
     """The throughput figures of a trace (event dicts, by cycle: the model's ``as_dict()`` or the RTL's)."""
     times = task_times(events)
-    completions = [event["cycle"] for event in events if event["event"] == "complete"]
-    return Throughput(decodes=[task.decode for task in times],
+    completions = sorted(event["cycle"] for event in events if event["event"] == "complete")
+    decodes = [task.decode for task in times]
+    return Throughput(decodes=decodes,
                       latencies=[task.dispatch - task.decode for task in times if task.dispatch is not None],
-                      first_completion=min(completions, default=None))
+                      first_completion=completions[0] if completions else None,
+                      in_flight=[index - bisect.bisect_left(completions, cycle) for index, cycle in enumerate(decodes)])
 
 
 # ---- what throttles -------------------------------------------------------------------------
@@ -229,7 +244,13 @@ def rtl_outcomes(config: SystemConfig, programs: dict[str, Program], command: st
 # ---- the report -----------------------------------------------------------------------------
 
 COLUMNS = ("program", "side", "tasks", "burst tasks", "burst /task", "steady median", "steady /task",
-           "overall /task", "latency min", "latency median", "latency max")
+           "deep median", "overall /task", "latency min", "latency median", "latency max")
+
+
+def default_deep(config: SystemConfig) -> int:
+    """Tasks in flight from which a decode counts as *deep*: 100, or three quarters of the
+    fewest the programs can hold in flight (the default's window stops them at 13)."""
+    return min(100, 3 * min(in_flight_limit(kind, config) for kind in PROGRAMS) // 4)
 
 
 def _number(value: float | None, scale: float) -> str:
@@ -240,12 +261,12 @@ def _spread(values: list[int]) -> tuple:
     return (min(values), statistics.median(values), max(values)) if values else (None, None, None)
 
 
-def table_rows(results: dict[tuple[str, str], Throughput], scale: float) -> list[list[str]]:
+def table_rows(results: dict[tuple[str, str], Throughput], scale: float, deep: int) -> list[list[str]]:
     """One row per (program, side); times multiplied by ``scale`` (1 for cycles, ns per cycle for ns)."""
     rows = []
     for (kind, side), result in results.items():
         times = [result.burst_cycles_per_task, result.steady_median_interval, result.steady_cycles_per_task,
-                 result.overall_cycles_per_task, *_spread(result.latencies)]
+                 result.deep_median_interval(deep), result.overall_cycles_per_task, *_spread(result.latencies)]
         rows.append([kind, side, str(len(result.decodes)), str(len(result.burst)),
                      *(_number(value, scale) for value in times)])
     return rows
@@ -254,7 +275,7 @@ def table_rows(results: dict[tuple[str, str], Throughput], scale: float) -> list
 def reference_row(reference: str) -> list[str]:
     per_task = COLUMNS.index("burst /task")
     row = ["Task Superscalar", "reference", "-", "-"] + ["-"] * (len(COLUMNS) - 4)
-    row[per_task:per_task + 4] = [reference] * 4
+    row[per_task:per_task + 5] = [reference] * 5
     return row
 
 
@@ -267,15 +288,16 @@ def markdown_table(rows: list[list[str]]) -> str:
     return "\n".join([line(COLUMNS), line(["-" * width for width in widths]), *map(line, rows)])
 
 
-def report_tables(results: dict[tuple[str, str], Throughput], fmax_mhz: float | None) -> tuple[str, str | None]:
+def report_tables(results: dict[tuple[str, str], Throughput], fmax_mhz: float | None,
+                  deep: int) -> tuple[str, str | None]:
     """The report's Markdown tables, each ending with Task Superscalar's row: in cycles, and
-    in ns at ``fmax_mhz`` (None without a clock)."""
+    in ns at ``fmax_mhz`` (None without a clock); ``deep``: the deep median's tasks in flight."""
     reference_ns = f"< {TASK_SUPERSCALAR_NS:g}"
     in_cycles = f"< {_number(TASK_SUPERSCALAR_NS * fmax_mhz / 1000, 1)}" if fmax_mhz else f"{reference_ns} ns"
-    cycles = markdown_table(table_rows(results, 1.0) + [reference_row(in_cycles)])
+    cycles = markdown_table(table_rows(results, 1.0, deep) + [reference_row(in_cycles)])
     if not fmax_mhz:
         return cycles, None
-    return cycles, markdown_table(table_rows(results, 1000 / fmax_mhz) + [reference_row(reference_ns)])
+    return cycles, markdown_table(table_rows(results, 1000 / fmax_mhz, deep) + [reference_row(reference_ns)])
 
 
 def model_results(config: SystemConfig, programs: dict[str, Program]) -> tuple[dict, dict[str, RunResult]]:
@@ -292,7 +314,7 @@ def assembled_programs(config: SystemConfig, tasks: int) -> dict[str, Program]:
 
 
 def print_report(results: dict, notes: dict[str, str], rtl_match: dict[str, bool], fmax_mhz: float | None,
-                 config: SystemConfig, tasks: int):
+                 config: SystemConfig, tasks: int, deep: int):
     acc = shortest_class(config)
     print(f"throughput on {config.source}: {tasks} tasks of {acc.name} ({acc.latency} cycles, {acc.count} instances)")
     for kind in PROGRAMS:
@@ -303,8 +325,11 @@ def print_report(results: dict, notes: dict[str, str], rtl_match: dict[str, bool
     print("\nburst: decodes up to the first completion (the front end alone); steady: the decodes after it;"
           "\n/task: mean interval between decodes, (last - first) / (decodes - 1); median: of those intervals"
           "\n(decodes that come in bunches, one per freed instance, show as a small median beside a large mean);"
+          f"\ndeep median: of the intervals ending in a decode made with at least {deep} tasks in flight"
+          "\n(decoded, not completed) and no completion in between: the front end's own rate with that"
+          "\nmuch to compare against;"
           "\nlatency: decode to dispatch of each task\n")
-    in_cycles, in_ns = report_tables(results, fmax_mhz)
+    in_cycles, in_ns = report_tables(results, fmax_mhz, deep)
     print("in cycles:")
     print(in_cycles)
     if in_ns:
@@ -337,7 +362,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fmax-mhz", type=_positive, metavar="MHZ",
                         help="also print ns at this clock; the measured Fmax is `hts synth --json`'s fmax_mhz")
     parser.add_argument("--no-rtl", action="store_true", help="model only: skip the Verilator co-simulation")
-    parser.add_argument("--plot", metavar="FILE.png", help="write decode cycle against task index as a PNG")
+    parser.add_argument("--deep", type=int, metavar="N",
+                        help="tasks in flight from which a decode is deep (default: 100, or 3/4 of what the "
+                             "configuration holds in flight if less)")
+    parser.add_argument("--plot", metavar="FILE.png",
+                        help="write decode cycle against task index, and decode interval against tasks in flight, "
+                             "as a PNG")
     return parser.parse_args(argv)
 
 
@@ -354,10 +384,11 @@ def run(args: argparse.Namespace) -> bool:
             results[kind, "RTL"] = measure(outcome.trace)
             rtl_match[kind] = outcome.match
     results = {key: results[key] for key in sorted(results, key=lambda key: PROGRAMS.index(key[0]))}
-    print_report(results, notes, rtl_match, args.fmax_mhz, config, args.tasks)
+    deep = args.deep if args.deep is not None else default_deep(config)
+    print_report(results, notes, rtl_match, args.fmax_mhz, config, args.tasks, deep)
     if args.plot:
-        plot_decode_times({key: result.decodes for key, result in results.items()}, args.plot,
-                          f"decode cycle per task on {config.source}")
+        plot_decode_times({key: (result.decodes, result.in_flight) for key, result in results.items()}, args.plot,
+                          f"decodes on {config.source}")
         print(f"plot: {args.plot}")
     return all(rtl_match.values())
 

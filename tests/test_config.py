@@ -38,12 +38,12 @@ def test_tiny_has_one_entry_everywhere(tiny_config):
     assert {acc.count for acc in tiny_config.accelerators} == {1}
 
 
-def test_inflight64_grows_only_what_holds_tasks_in_flight(default_config):
-    config = load_config("inflight64")
+def test_inflight128_grows_only_what_holds_tasks_in_flight(default_config):
+    config = load_config("inflight128")
     h, d = config.hts, default_config.hts
     changed = {name for name in vars(h) if getattr(h, name) != getattr(d, name)}
     assert changed == {"tracker_entries", "tracker_lanes", "window", "tlb_entries", "tm_blocks"}
-    assert h.tracker_entries == h.tlb_entries == 64 and h.tm_blocks // h.tlb_entries == 16
+    assert h.tracker_entries == h.tlb_entries == 128 and h.tm_blocks // h.tlb_entries == 16
     # Its searches take four cycles, against the default's two.
     assert (h.tracker_rows, d.tracker_rows) == (4, 2)
     # Even a program of one class fills the tracker before the window, its station and its instances.

@@ -50,7 +50,7 @@ def faults_of(result):
     return sorted((f.pid, f.pc, f.cause) for f in result.faults)
 
 
-@pytest.mark.parametrize("preset", ["default", "tiny", "large", "inflight64"])
+@pytest.mark.parametrize("preset", ["default", "tiny", "large", "inflight128"])
 @pytest.mark.parametrize("name", benchmarks.BENCHMARKS)
 def test_benchmarks_are_sequentially_equivalent(preset, name):
     config = load_config(preset)
@@ -58,11 +58,11 @@ def test_benchmarks_are_sequentially_equivalent(preset, name):
 
 
 @pytest.mark.parametrize("kind", ["independent", "chain"])
-@pytest.mark.parametrize("preset", ["default", "inflight64"])
-def test_tasks_in_flight_reach_the_tracker_on_inflight64(preset, kind):
-    """128 one-class tasks (the throughput benchmark's programs): the default stops decoding
-    with its window full, at 14 (13) tasks in flight; inflight64's window, station and
-    instances hold more than its 64 tags, so 64 tasks are in flight and the tracker is full."""
+@pytest.mark.parametrize("preset", ["default", "inflight128"])
+def test_tasks_in_flight_reach_the_tracker_on_inflight128(preset, kind):
+    """256 one-class tasks (the throughput benchmark's programs): the default stops decoding
+    with its window full, at 14 (13) tasks in flight; inflight128's window, station and
+    instances hold more than its 128 tags, so 128 tasks are in flight and the tracker is full."""
     from hts.flows.throughput import in_flight_limit, program_text
     config = load_config(preset)
     peak, stalls = 0, collections.Counter()
@@ -72,11 +72,11 @@ def test_tasks_in_flight_reach_the_tracker_on_inflight64(preset, kind):
         peak = max(peak, view.start.tracker)
         stalls.update(view.stalls.values())
 
-    programs = [assemble(program_text(kind, config, 128), config, f"{kind}.s")]
+    programs = [assemble(program_text(kind, config, 256), config, f"{kind}.s")]
     simulate(config, programs, initial_memory(config), "hts", observer=observe)
     assert peak == in_flight_limit(kind, config)
-    if preset == "inflight64":
-        assert peak == 64 and stalls["tracker_full"] > 0 and stalls["window_full"] == 0
+    if preset == "inflight128":
+        assert peak == 128 and stalls["tracker_full"] > 0 and stalls["window_full"] == 0
     else:
         assert peak < 16 and stalls["tracker_full"] == 0 and stalls["window_full"] > 0
 

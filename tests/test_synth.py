@@ -31,7 +31,7 @@ def warnings_in(stderr: str) -> list[str]:
 
 
 @pytest.mark.parametrize("preset", ["default", "tiny", pytest.param("large", marks=pytest.mark.slow),
-                                    pytest.param("inflight64", marks=pytest.mark.slow)])
+                                    pytest.param("inflight128", marks=pytest.mark.slow)])
 def test_verilog_of_the_memory_tracker_lints_clean(tmp_path, preset):
     out = tmp_path / "tracker.v"
     result = hts("verilog", "-c", preset, "--block", "memory_tracker", "-o", out)

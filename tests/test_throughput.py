@@ -8,7 +8,7 @@ the configuration, never copied from a run.
 import pytest
 
 from hts.assembler import assemble
-from hts.base.config import with_values
+from hts.base.config import load_config, with_values
 from hts.base.errors import HTSError
 from hts.flows import throughput
 from hts.flows.throughput import (
@@ -93,6 +93,11 @@ def test_a_dispatch_is_matched_to_its_own_task_by_pid_pc_and_tag():
     assert result.burst == [1, 2, 3] and result.steady == [8]
     assert result.steady_median_interval is None and result.steady_cycles_per_task is None
     assert result.overall_cycles_per_task == (8 - 1) / 3
+    # In flight at each decode: decoded before it, less completed before its cycle.
+    assert result.in_flight == [0, 1, 2, 2]
+    # The last interval had a completion in it (the decode may have waited for room): not deep.
+    assert result.intervals_in_flight(1) == [1, 1] and result.intervals_in_flight(2) == [1]
+    assert result.deep_median_interval(3) is None
 
 
 # ---- on the model -------------------------------------------------------------------------
@@ -136,6 +141,17 @@ def test_a_chain_task_waits_for_the_previous_one_so_its_latency_grows(default_co
     # Afterwards a window slot frees once per task, when the previous one's wake-up lets the next go.
     assert result.steady_median_interval == latency + START_DELAY + 2 + WAKE_DELAY
     assert result.steady_cycles_per_task == back_end_cycles_per_task("chain", default_config)
+
+
+def test_inflight128_decodes_a_task_a_search_with_a_hundred_in_flight():
+    """Acceptance: at most 6 cycles a task with 100 tasks in flight. The front end's rate is
+    one search (four rows) whatever the tracker holds, until it is full."""
+    config = load_config("inflight128")
+    for kind in PROGRAMS:
+        result = _measured(kind, config, 256)
+        assert max(result.in_flight) == config.hts.tracker_entries - 1
+        deep = result.intervals_in_flight(100)
+        assert len(deep) >= 20 and set(deep) == {config.hts.tracker_rows}, kind
 
 
 # ---- the command ----------------------------------------------------------------------------
