@@ -347,6 +347,13 @@ def _at_least_two(text: str) -> int:
     return value
 
 
+def _tasks_in_flight(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"a number of tasks in flight is >= 0, got {value}")
+    return value
+
+
 def _positive(text: str) -> float:
     value = float(text)
     if not value > 0:
@@ -362,7 +369,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--fmax-mhz", type=_positive, metavar="MHZ",
                         help="also print ns at this clock; the measured Fmax is `hts synth --json`'s fmax_mhz")
     parser.add_argument("--no-rtl", action="store_true", help="model only: skip the Verilator co-simulation")
-    parser.add_argument("--deep", type=int, metavar="N",
+    parser.add_argument("--deep", type=_tasks_in_flight, metavar="N",
                         help="tasks in flight from which a decode is deep (default: 100, or 3/4 of what the "
                              "configuration holds in flight if less)")
     parser.add_argument("--plot", metavar="FILE.png",

@@ -4,11 +4,12 @@ A task waiting for others keeps only a count of them; each producer keeps, in a 
 ``hts.successor_slots`` slots indexed by its tag, the tags of the tasks waiting for it.
 The enqueue stage registers a task with the producers each row of its tracker search
 found, in two steps: the row's finds are *staged* at the end of its cycle, less the
-producers released at that edge, and the next cycle the task joins the staged producers'
-lists and its count grows by as many (keeping the search's comparators and the counts'
-adders in different cycles). A released producer (broadcast or squashed) has its list walked: one successor
-a cycle, the walker reading a slot in one cycle and decrementing that successor's count
-at the end of the next. A count reaching zero wakes its task.
+producers released at that edge, and at the end of the next the task joins the staged
+producers' lists and its count grows by as many (keeping the search's comparators and
+the counts' adders in different cycles). A released producer (broadcast or squashed) has
+its list walked: one successor a cycle, the walker reading a slot in one cycle and
+decrementing that successor's count at the end of the next. A count reaching zero (and
+staying zero: no staged join adds to it) wakes its task.
 
 A tag stays unallocatable while it is *held*: its list not yet walked, or its count not
 yet zero (a squashed task still named in a producer's list). So a slot never names a tag

@@ -169,6 +169,14 @@ def test_the_command_prints_both_programs_the_reference_and_a_plot(tmp_path, cap
     assert not list(tmp_path.glob(".*"))      # written whole: no temporary left behind
 
 
+def test_the_command_takes_the_deep_threshold_and_refuses_a_negative_one(capsys):
+    assert throughput.main(["--no-rtl", "-n", "16", "--deep", "5"]) == 0
+    assert "at least 5 tasks in flight" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        throughput.main(["--no-rtl", "--deep", "-1"])
+    assert "--deep" in capsys.readouterr().err
+
+
 def test_the_command_reports_a_program_that_does_not_fit(capsys):
     assert throughput.main(["--no-rtl", "-n", "5000"]) == 1
     assert "program memory" in capsys.readouterr().err
