@@ -4,9 +4,9 @@ The reference is the pipeline whose tracker compared every entry in one cycle (i
 ``hts bench`` cycles, kept below). A scheduler whose per-cycle work is bounded may spend
 cycles on it: at most +3% per benchmark on the default and +5% on ``large``; tiny is
 reported, not budgeted, and so is inflight128, against the default's reference (it is
-the default with 128 tasks in flight). The speed-up over the naive baseline is given before and now.
-Prints a Markdown table; exits 1 if a benchmark is over its budget or a final memory
-differs from in-order execution.
+the default with 128 tasks in flight). The speed-up over the naive baseline is given
+before and now. Prints a Markdown table; exits 1 if a benchmark is over its budget or a
+final memory differs from in-order execution.
 """
 
 import argparse

@@ -32,9 +32,8 @@ from hts.models.wakeup import WAKE_DELAY
 from .plots import plot_decode_times
 
 __all__ = ["PROGRAMS", "shortest_class", "program_text", "TaskTimes", "task_times", "Throughput", "measure",
-           "default_deep",
-           "in_flight_limit", "back_end_cycles_per_task", "assembled_programs", "model_results", "rtl_outcomes",
-           "report_tables"]
+           "default_deep", "in_flight_limit", "back_end_cycles_per_task", "assembled_programs", "model_results",
+           "rtl_outcomes", "report_tables"]
 
 PROGRAMS = ("independent", "chain")
 TASK_IDS = 1 << {name: width for name, _, width in FIELDS}["task_id"]
@@ -124,7 +123,7 @@ class Throughput:
     decodes: list[int]                  # cycle of every decode, in order
     latencies: list[int]                # decode to dispatch, per dispatched task
     first_completion: int | None
-    in_flight: list[int] = ()           # per decode: tasks decoded before it and not completed
+    in_flight: list[int]                # per decode: tasks decoded before it and not completed
 
     def intervals_in_flight(self, at_least: int) -> list[int]:
         """Cycles from a decode to the next, made with ``at_least`` tasks already in flight
