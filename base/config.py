@@ -8,7 +8,7 @@ declaration. Widths derived from the sizes are computed once, in :class:`Widths`
 
 Errors name the file, line and dotted key path, e.g.::
 
-    system.yaml:7:13: hts.window: must be >= 1, got 0
+    system.yaml:7:18: hts.queue_depth: must be >= 1, got 0
 """
 
 from __future__ import annotations
@@ -98,8 +98,6 @@ class AcceleratorClass:
 class SchedulerConfig:
     program_words: int = param(1024, lo=1, hi=MAX_PROGRAM_WORDS, doc="program memory of one process, in instructions")
     queue_depth: int = param(4, lo=1, hi=1024, doc="task queue entries per process")
-    window: int = param(8, lo=1, hi=256, doc="dispatch window entries (decoded tasks waiting for dependences)")
-    rs_entries: int = param(4, lo=1, hi=256, doc="reservation-station entries per accelerator class")
     tracker_entries: int = param(16, lo=1, hi=1024, doc="memory tracker entries (in-flight output regions)")
     tracker_lanes: int = param(8, lo=1, hi=1024, doc="tracker entries a search compares per cycle: a search "
                                "takes ceil(tracker_entries / tracker_lanes) cycles")
@@ -109,7 +107,7 @@ class SchedulerConfig:
     tm_blocks: int = param(256, lo=1, hi=1 << 16, doc="transactional memory size in blocks")
     gprs: int = param(16, lo=1, hi=1 << 16, doc="general-purpose registers per process")
     loop_depth: int = param(4, lo=1, hi=64, doc="loop stack entries per process (deepest nesting)")
-    dispatch_width: int = param(1, lo=1, hi=16, doc="tasks moved per cycle, window to stations and stations to accelerators")
+    dispatch_width: int = param(1, lo=1, hi=16, doc="tasks dispatched per cycle, the heads of as many classes' ready lists")
     cdb_width: int = param(1, lo=1, hi=16, doc="completions broadcast per cycle on the common data bus")
     processes: int = param(1, lo=1, hi=16, doc="processes running programs at once (PID is 4 bits)")
     speculation: bool = param(True, doc="speculate branches marked speculative (K bit 2)")
@@ -358,7 +356,7 @@ def parse_config(text: str, filename: str = "<string>") -> SystemConfig:
 
 
 def _parent_key(key: str) -> str:
-    """``hts.window`` -> ``hts``; ``accelerators[2]`` -> ``accelerators``; ``hts`` -> ``""``."""
+    """``hts.queue_depth`` -> ``hts``; ``accelerators[2]`` -> ``accelerators``; ``hts`` -> ``""``."""
     if key.endswith("]"):
         return key[:key.rindex("[")]
     return key.rpartition(".")[0]

@@ -187,7 +187,7 @@ class _Loader(yaml.SafeLoader):
 class YamlDocument:
     """A YAML document's value, and where each key path's value starts in the file.
 
-    Key paths are dotted, with list indices in brackets: ``hts.window``,
+    Key paths are dotted, with list indices in brackets: ``hts.queue_depth``,
     ``accelerators[2].name``; the whole document is ``""``."""
     data: Any
     filename: str

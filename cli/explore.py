@@ -33,7 +33,7 @@ def _add_arguments(parser):
                  help="assembly programs, each a point of its own")
     add_argument(parser, Role.NO_FILE, "--key", action="append", metavar="SECTION.NAME=V1,V2|LO..HI",
                  help="a key to sweep, with its values or a power-of-two range (repeatable): section.name "
-                      "(hts.window), accelerators.FIELD for every class (accelerators.count) or "
+                      "(hts.queue_depth), accelerators.FIELD for every class (accelerators.count) or "
                       "accelerators.CLASS.FIELD for one")
     add_argument(parser, Role.INPUT, "--sweep", metavar="FILE.yaml", help="keys (and programs) from a sweep file")
     parser.add_argument("--random", type=_random_program_count, default=0, metavar="N",

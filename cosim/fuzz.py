@@ -36,13 +36,15 @@ SYSTEMS = {
     "one": 1,
     # three vector_add instances beside two iir, four words a beat, speculation, a 3-block
     # TM: for `--rtl-accelerator vector_add`, the RTL core under aborts and retargets
-    "vector_add": 185,
+    "vector_add": 22735,
 }
 
 
 # Scheduler sizes set over the drawn ones: "small" searches its 12 entries in three rows of
-# five lanes, the last row short, and keeps four successors a producer, so lists fill.
-SCHEDULER_SIZES = {"small": {"tracker_lanes": 5, "successor_slots": 4}}
+# five lanes, the last row short, keeps four successors a producer, so lists fill, and has
+# 7 TLB entries, three dispatch ways and two CDB lanes.
+SCHEDULER_SIZES = {"small": {"tracker_entries": 12, "tracker_lanes": 5, "successor_slots": 4, "tlb_entries": 7,
+                             "dispatch_width": 3, "cdb_width": 2}}
 
 
 def fuzz_system(name: str) -> SystemConfig:

@@ -42,7 +42,7 @@ def random_config(rng: random.Random, processes: int | None = None) -> SystemCon
         for index, name in enumerate(rng.sample(_FUNCTIONS, rng.randint(2, len(_FUNCTIONS)))))
     procs = processes or rng.randint(1, 3)
     hts = SchedulerConfig(
-        queue_depth=pick(1, 4), window=pick(1, 8), rs_entries=pick(1, 4), tracker_entries=pick(1, 12),
+        queue_depth=pick(1, 4), tracker_entries=pick(1, 12),
         tlb_entries=pick(1, 8), tm_blocks=rng.choice([1, 2, _MAX_REGION, 8, 32]), gprs=8, loop_depth=3,
         dispatch_width=pick(1, 3), cdb_width=pick(1, 2), processes=procs, speculation=rng.random() < 0.8,
         spec_ids=pick(1, 4), copyback_words_per_cycle=rng.choice([1, 4, 16]))

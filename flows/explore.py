@@ -98,7 +98,7 @@ class Point:
 
 
 def parse_key(spec: str, where: str = "--key") -> tuple[str, tuple]:
-    """``hts.window=4,8,16`` or ``hts.window=4..16`` (powers of two from 4 to 16)."""
+    """``hts.queue_depth=4,8,16`` or ``hts.queue_depth=4..16`` (powers of two from 4 to 16)."""
     key, equals, values = spec.partition("=")
     if not equals or "." not in key or not values:
         raise HTSError(f"{where} {shown(spec, 80)}: expected section.name=v1,v2,... or section.name=lo..hi")
@@ -149,7 +149,7 @@ def load_sweep(path: str | Path, program_limit: int = PROGRAM_MIN_BYTES) -> Swee
     for key, values in raw["keys"].items():
         name = f"keys.{key}"
         if not isinstance(key, str) or "." not in key:
-            raise HTSError(f"keys: {shown(key)}: expected section.name (hts.window), accelerators.FIELD or "
+            raise HTSError(f"keys: {shown(key)}: expected section.name (hts.queue_depth), accelerators.FIELD or "
                            "accelerators.CLASS.FIELD", document.where(name))
         if not isinstance(values, list) or not values:
             raise HTSError(f"keys.{shown(key)}: expected a non-empty list of values", document.where(name))
@@ -215,7 +215,7 @@ def _named_at_origin(error: ConfigError, spec: SweepSpec, values: tuple, indices
 
 def _config_key_matches(config_key: str, swept: str) -> bool:
     """Whether an error at ``config_key`` (``accelerators[2].count``) is about the swept
-    ``swept`` (``accelerators.count``, ``accelerators.fft_256.count`` or ``hts.window``)."""
+    ``swept`` (``accelerators.count``, ``accelerators.fft_256.count`` or ``hts.queue_depth``)."""
     if config_key == swept:
         return True
     section, _, field_name = swept.partition(".")

@@ -12,7 +12,7 @@ front of an endpoint bound the clock it can make before any placement is tried.
 An endpoint is charged to the innermost block instance whose name prefixes its cell's
 (Yosys keeps hierarchical names when it flattens, and records every instance as a
 ``$scopeinfo`` cell), numbered instances together: in ``hts synth``'s harness, whose
-instance of the block is ``block``, ``block.station4.valid`` is the ``station``'s, a cell
+instance of the block is ``block``, ``block.shell4.busy`` is the ``shell``'s, a cell
 of ``block`` itself the block's, and the harness's own port registers ``ports``.
 """
 

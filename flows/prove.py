@@ -30,8 +30,7 @@ __all__ = ["BLOCKS", "CONFIGS", "ProofResult", "resolve_config", "prove", "prove
 
 #: Block name (as in hdl/) -> harness class in hts.formal.
 BLOCKS = {
-    "window": "window:WindowHarness",
-    "reservation_station": "reservation_station:ReservationStationHarness",
+    "ready_lists": "ready_lists:ReadyListsHarness",
     "memory_tracker": "memory_tracker:MemoryTrackerHarness",
     "tlb": "tlb:TlbHarness",
     "asr": "asr:AsrHarness",

@@ -93,8 +93,7 @@ _BLOCKS = {
     "decode": "hts.hdl.decode:Decode",
     "enqueue": "hts.hdl.enqueue:Enqueue",
     "wakeup": "hts.hdl.wakeup:WakeUp",
-    "window": "hts.hdl.window:DispatchWindow",
-    "reservation_station": "hts.hdl.reservation_station:ReservationStation",
+    "ready_lists": "hts.hdl.ready_lists:ReadyLists",
     "asr": "hts.hdl.asr:AcceleratorStatus",
     "cdb": "hts.hdl.cdb:CommonDataBus",
     "task_queue": "hts.hdl.task_queue:TaskQueue",
@@ -102,7 +101,7 @@ _BLOCKS = {
     "loop_stack": "hts.hdl.loop_stack:LoopStack",
     "control": "hts.hdl.control:AxiLiteControl",
     "hls_vector_add": "hts.hdl.hls:vector_add_core",
-    "issue_and_dispatch": "hts.flows.synth_groups:IssueAndDispatch",
+    "lists_and_dispatch": "hts.flows.synth_groups:ListsAndDispatch",
 }
 
 

@@ -6,7 +6,7 @@ a module of its own, named after its place in the hierarchy (``hts.tracker``,
 ``hts.decode.gpr0``, ``hts.shell3.core``), and ``stat -json`` counts the cells of each.
 Each module is charged to the block of ``hdl/hts.py`` it lies in, the submodule of the
 top named first in its path, with the numbered instances of one kind taken together
-(``station0``, ``station1``, ... are the block ``station``). The cells of the module
+(``shell0``, ``shell1``, ... are the block ``shell``). The cells of the module
 ``hts`` itself are the top-level glue. Nothing is optimized across block boundaries, so
 the total is above the flattened count of ``hts synth``.
 """
@@ -37,9 +37,9 @@ NOTE = ("Yosys -noflatten: nothing is optimized across block boundaries, so thes
 
 
 def block_of(module: str) -> str:
-    """The block a module is charged to: ``hts.station3.core`` -> ``station``; ``hts`` -> ``hts``."""
+    """The block a module is charged to: ``hts.shell3.core`` -> ``shell``; ``hts`` -> ``hts``."""
     submodule = module.removeprefix(f"{TOP}.").split(".")[0]
-    # hdl/hts.py numbers the instances of a kind: queue{pid}, station{i}, shell{i}.
+    # hdl/hts.py numbers the instances of a kind: queue{pid}, shell{i}.
     return re.fullmatch(r"(.*?)\d*", submodule).group(1)
 
 

@@ -1,7 +1,7 @@
 """Groups of RTL blocks synthesized together, for paths that cross blocks.
 
 ``hts synth --block B`` registers every port of a block, so a path that runs through
-several blocks (the dispatch cycle: window and stations → arbiter → shells) is cut at
+several blocks (the dispatch cycle: ready lists → arbiter → shells) is cut at
 each of them. A group here wires its blocks with the top level's own functions and makes
 every port they leave open a port of the group, so its out-of-context Fmax covers that
 path, without the rest of the scheduler and its hour of place and route.
@@ -14,31 +14,28 @@ from amaranth.lib.wiring import Flow
 from hts.base.config import SystemConfig
 from hts.hdl.asr import AcceleratorStatus
 from hts.hdl.dispatch import DispatchArbiter
-from hts.hdl.hts import connect_issue_and_dispatch
-from hts.hdl.reservation_station import ReservationStation
-from hts.hdl.window import DispatchWindow
+from hts.hdl.hts import connect_dispatch
+from hts.hdl.ready_lists import ReadyLists
 
-__all__ = ["BlockGroup", "IssueAndDispatch"]
+__all__ = ["BlockGroup", "ListsAndDispatch"]
 
 
 class BlockGroup(wiring.Component):
     """Named blocks, wired by ``connect``; every input it leaves undriven, and every
-    output, becomes a port ``<block>_<port>``, except the inputs named in ``shared``,
-    which all blocks having them take from one port of that name (as the top level
-    drives the queues' squash_next, confirm and woken from one source).
+    output, becomes a port ``<block>_<port>``.
 
     ``driven``: per block, the inputs ``connect`` drives.
     """
 
-    def __init__(self, blocks: dict, connect, driven: dict, shared: tuple = ()):
+    def __init__(self, blocks: dict, connect, driven: dict):
         self._blocks, self._connect = blocks, connect
         ports, self._routes = {}, []
         for name, block in blocks.items():
             for port, member in block.signature.members.items():
                 if port in driven.get(name, ()):
                     continue
-                outer = port if port in shared else f"{name}_{port}"
-                ports.setdefault(outer, member)
+                outer = f"{name}_{port}"
+                ports[outer] = member
                 self._routes.append((block, port, outer))
         super().__init__(ports)
 
@@ -57,20 +54,15 @@ class BlockGroup(wiring.Component):
         return m
 
 
-class IssueAndDispatch(BlockGroup):
-    """The window, the reservation stations, the dispatch arbiter and the ASR, wired by
-    :func:`hts.hdl.hts.connect_issue_and_dispatch`: the issue and the dispatch cycles,
-    from the queues' registers to the grant at the shells' ports (and from the registered
-    grant to the starting task the cycle after)."""
+class ListsAndDispatch(BlockGroup):
+    """The ready lists, the dispatch arbiter and the ASR, wired by
+    :func:`hts.hdl.hts.connect_dispatch`: the dispatch cycle, from the lists' registers to
+    the grant at the shells' ports (and from the registered grant to the starting task the
+    cycle after)."""
 
     def __init__(self, config: SystemConfig):
-        window, arbiter, asr = DispatchWindow(config), DispatchArbiter(config), AcceleratorStatus(config)
-        stations = [ReservationStation(config) for _ in config.accelerators]
-        blocks = {"window": window, **{f"station{c}": s for c, s in enumerate(stations)}, "arbiter": arbiter,
-                  "asr": asr}
-        driven = {"window": {"station_room"}, "arbiter": {"offer_valid", "offer_task", "has_free", "free_instance"},
-                  "asr": {"occupy"},
-                  **{f"station{c}": {"take", "insert_task", "insert_valid"}
-                     for c in range(len(stations))}}
-        super().__init__(blocks, lambda m: connect_issue_and_dispatch(m, window, stations, arbiter, asr), driven,
-                         shared=("squash_next", "confirm", "woken"))
+        lists, arbiter, asr = ReadyLists(config), DispatchArbiter(config), AcceleratorStatus(config)
+        blocks = {"ready_lists": lists, "arbiter": arbiter, "asr": asr}
+        driven = {"ready_lists": {"take"}, "arbiter": {"offer_valid", "offer_task", "has_free", "free_instance"},
+                  "asr": {"occupy"}}
+        super().__init__(blocks, lambda m: connect_dispatch(m, lists, arbiter, asr), driven)

@@ -22,11 +22,11 @@ from .synth import synthesize
 
 __all__ = ["SWEEPS", "SweepPoint", "synth_point", "sweep", "main"]
 
-# (configuration key, values, block).
+# (configuration key, values, block): what grows with the tasks in flight.
 SWEEPS = [
     ("hts.tracker_entries", (4, 8, 16, 32), "memory_tracker"),
-    ("hts.window", (4, 8, 16, 32), "window"),
-    ("hts.rs_entries", (2, 4, 8, 16), "reservation_station"),
+    ("hts.tracker_entries", (4, 8, 16, 32), "wakeup"),
+    ("hts.tracker_entries", (4, 8, 16, 32), "ready_lists"),
 ]
 
 
@@ -82,9 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--freq", metavar="MHZ", type=float, default=100.0,
                         help="clock constraint for place and route, in MHz (default 100)")
     parser.add_argument("--plot-prefix", metavar="PREFIX", default="synth_sweep",
-                        help="plots are PREFIX_<key>.png (default synth_sweep)")
-    parser.add_argument("--key", action="append", choices=[key for key, _, _ in SWEEPS],
-                        help="run only this sweep (repeatable; default: every sweep)")
+                        help="plots are PREFIX_<block>.png (default synth_sweep)")
+    parser.add_argument("--block", action="append", choices=[block for _, _, block in SWEEPS],
+                        help="run only this block's sweep (repeatable; default: every sweep)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON object")
     add_fanout_arguments(parser)
     args = parser.parse_args(argv)
@@ -92,11 +92,11 @@ def main(argv: list[str] | None = None) -> int:
         config = load_config(args.config)
         results, failed = [], []
         for key, values, block in SWEEPS:
-            if args.key and key not in args.key:
+            if args.block and block not in args.block:
                 continue
             rows, errors = sweep(config, key, values, block, args.freq, args.scheduler, args.workers)
             failed += [f"{block}: {error}" for error in errors]
-            plot = Path(f"{args.plot_prefix}_{key.rpartition('.')[2]}.png")
+            plot = Path(f"{args.plot_prefix}_{block}.png")
             plot_synth_sweep(rows, key, plot, f"{block} on {config.source}, ECP5 (LFE5U-85F-6)")
             results.append({"key": key, "block": block, "plot": str(plot), "rows": rows})
             if not args.json:

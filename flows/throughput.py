@@ -116,8 +116,8 @@ class Throughput:
     """Decode times and latencies of one run, split at the first completion.
 
     Before any task completes nothing in the back end has been freed, so the decodes up
-    to then (the *burst*) go at the front end's own rate until window, stations or
-    tracker fill. The decodes after it are the *steady state*, where a completion frees
+    to then (the *burst*) go at the front end's own rate until the tracker's tags run
+    out. The decodes after it are the *steady state*, where a completion frees
     the room each one needs when the back end is the limit.
     """
     decodes: list[int]                  # cycle of every decode, in order
@@ -178,14 +178,10 @@ def measure(events: list[dict]) -> Throughput:
 
 # ---- what throttles -------------------------------------------------------------------------
 
-def in_flight_limit(kind: str, config: SystemConfig) -> int:
-    """Tasks decoded and not yet completed at which decode stalls: window, station, running, or tracker.
-
-    A chain runs one task at a time, so it holds one instance; independent tasks hold all.
-    """
-    acc = shortest_class(config)
-    running = acc.count if kind == "independent" else 1
-    return min(config.hts.tracker_entries, config.hts.window + config.hts.rs_entries + running)
+def in_flight_limit(config: SystemConfig) -> int:
+    """Tasks decoded and not yet completed at which decode stalls: the tags, each held from
+    decode to the broadcast of its task's completion."""
+    return config.hts.tracker_entries
 
 
 def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
@@ -205,20 +201,19 @@ def back_end_cycles_per_task(kind: str, config: SystemConfig) -> float:
 
 def throttle_note(kind: str, config: SystemConfig, tasks: int, model: RunResult) -> str:
     """What limits the decode rate of ``kind``, from the configuration and the model's stall counts."""
-    acc, hts = shortest_class(config), config.hts
-    limit = in_flight_limit(kind, config)
+    acc, limit = shortest_class(config), in_flight_limit(config)
     bound = f"at best {back_end_cycles_per_task(kind, config):.2f} cycles/task"
     if kind == "independent":
-        running, limiter = acc.count, "accelerators"
-        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + {START_DELAY + 2} cycles a task: {bound}"]
+        limiter = "accelerators"
+        lines = [f"back end: {acc.count} {acc.name} instances, each busy {acc.latency} + {START_DELAY + 2} cycles "
+                 f"a task: {bound}"]
     else:
-        running, limiter = 1, "chain"
+        limiter = "chain"
         lines = [f"dependences: each task dispatches once the previous one's broadcast has woken it "
                  f"({2 + WAKE_DELAY} cycles after its completion): {bound}"]
     if tasks > limit:
-        lines.append(f"decode stalls at {limit} tasks in flight (window {hts.window} + station {hts.rs_entries} "
-                     f"+ {running} running, or tracker {hts.tracker_entries}): after the burst the {limiter}, "
-                     "not the front end, set the rate")
+        lines.append(f"decode stalls at {limit} tasks in flight (the tracker's tags): after the burst the "
+                     f"{limiter}, not the front end, set the rate")
     else:
         lines.append(f"all {tasks} tasks fit in flight ({limit}): decode never waits for the back end")
     stalls = ", ".join(f"{reason} {count}" for reason, count in sorted(model.stalls.items()))
@@ -248,8 +243,8 @@ COLUMNS = ("program", "side", "tasks", "burst tasks", "burst /task", "steady med
 
 def default_deep(config: SystemConfig) -> int:
     """Tasks in flight from which a decode counts as *deep*: 100, or three quarters of the
-    fewest the programs can hold in flight (the default's window stops them at 13)."""
-    return min(100, 3 * min(in_flight_limit(kind, config) for kind in PROGRAMS) // 4)
+    tags (12 on the default)."""
+    return min(100, 3 * in_flight_limit(config) // 4)
 
 
 def _number(value: float | None, scale: float) -> str:

@@ -143,7 +143,7 @@ class Decode(wiring.Component):
         To the task queue: the head is consumed; a jump or loop back.
     confirm, freed_ids : In
         IDs cleared from every mask; IDs back to the pool.
-    window_has_room, tracker_has_free, tracker_free_tag : In
+    tracker_has_free, tracker_free_tag : In
         Room for a task besides the enqueue stage's; the lowest free tag.
     scan_busy : In
         A tracker search goes on next cycle: no task or memory branch decodes now.
@@ -190,7 +190,6 @@ class Decode(wiring.Component):
             "redirect_pc": Out(data.ArrayLayout(pc_end, processes)),
             "confirm": In(hts.spec_ids),
             "freed_ids": In(hts.spec_ids),
-            "window_has_room": In(1),
             "scan_busy": In(1),
             "tracker_has_free": In(1),
             "successors_full": In(1),
@@ -516,7 +515,6 @@ class Decode(wiring.Component):
         """Why the task at the head cannot decode, in the model's order; returns whether any reason holds."""
         reasons = [
             (self.scan_busy, Stall.SCAN),
-            (~self.window_has_room, Stall.WINDOW_FULL),
             (~self.tracker_has_free, Stall.TRACKER_FULL),
             (self.successors_full, Stall.SUCCESSORS_FULL),
             (faulting, fault_stall),

@@ -1,4 +1,4 @@
-"""Dispatch arbiter: the stations' offers go to free accelerator instances, lowest class first.
+"""Dispatch arbiter: the ready lists' offers go to free accelerator instances, lowest class first.
 
 RTL of ``Dispatch.dispatch`` (``models/dispatch.py``); docs/microarchitecture.md, "Dispatch".
 """
@@ -22,7 +22,7 @@ __all__ = ["DispatchArbiter"]
 
 
 class DispatchArbiter(wiring.Component):
-    """Grants up to ``hts.dispatch_width`` station offers per cycle, lowest class first.
+    """Grants up to ``hts.dispatch_width`` offers per cycle, lowest class first.
 
     The grant does not wait for ``ready``: a shell is idle whenever the ASR says its instance
     is free, so a power manager must gate only instances it keeps from being offered.
@@ -34,7 +34,7 @@ class DispatchArbiter(wiring.Component):
     Attributes
     ----------
     offer_valid, offer_task : In, per class
-        From the stations: each one's oldest ready task.
+        From the ready lists: each class's head, when live.
     has_free, free_instance : In, per class
         From the ASR.
     tasks : In, per tag
@@ -42,7 +42,7 @@ class DispatchArbiter(wiring.Component):
     record_reads : Out(record_read_signature), per slot
         To the tracker: the tag granted last cycle, for its task ID and metadata.
     take, occupy : Out, per class
-        To the stations and the ASR: the grants.
+        To the ready lists and the ASR: the grants.
     deliver : Out(stream of granted_task_layout), per flat instance
         To the shells: the grant, with the class's offer's tag and mask.
     delivered, deliver_record : Out, per flat instance
@@ -96,7 +96,7 @@ class DispatchArbiter(wiring.Component):
 
         # Slot k holds the grant of rank k (one class at most: AND-OR selects), registered
         # with its tag one-hot; the cycle after, its task is the record and the tag's tracker
-        # entry. ``waits`` is empty: the stations offer only ready tasks.
+        # entry. ``waits`` is empty: the lists offer only ready tasks.
         slot_tags = []
         for slot, (event, record) in enumerate(zip(self.trace, self.record_reads)):
             in_slot = wire(m, Cat(*(granted[c] & (ranks[c] == slot) for c in classes)), f"in_slot_{slot}")

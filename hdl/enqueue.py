@@ -1,4 +1,4 @@
-"""Enqueue: the register between decode and the dispatch window.
+"""Enqueue: the register between decode and the queued tasks.
 
 RTL of ``hts.models.enqueue``: the task decoded before searches the tracker from here, a
 row of entries a cycle (docs/microarchitecture.md, "Enqueue's cycle").
@@ -18,7 +18,7 @@ __all__ = ["Enqueue"]
 
 
 class Enqueue(wiring.Component):
-    """One task, held between decode and the window for the ``hts.tracker_rows`` cycles of its search.
+    """One task, held after decode for the ``hts.tracker_rows`` cycles of its search.
 
     Parameters
     ----------
@@ -29,7 +29,7 @@ class Enqueue(wiring.Component):
     decoded : In(decoded_signature)
         From decode; taken at the edge with this cycle's confirm and retarget applied.
     occupied : Out, registered
-        A task is held; decode needs a window slot for it besides its own.
+        A task is held: the tracker's search is its.
     query_reads, query_writes, depends, search_last : Out, Out, In, In
         The tracker search with the held task's ranges, the tags of this cycle's row they
         meet, and whether the row is the last.
@@ -43,7 +43,7 @@ class Enqueue(wiring.Component):
     ready : In
         From the wake-up: the held task waits for nothing after the edge.
     append, append_task : Out
-        To the window: the held task, in the cycle of its last row.
+        To the queued tag sets and the ready lists: the held task, in the cycle of its last row.
     queued_tags, held, producers_found : Out
         Its tag, to the copy-back engine; the whole task and how many producers its search
         found, to the trace.

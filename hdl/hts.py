@@ -7,7 +7,7 @@ top level wires the blocks"), forms the tag sets they hear of, and retires proce
 import operator
 from functools import reduce
 
-from amaranth.hdl import Assert, Cat, Module, Mux, ResetSignal, Signal, Value
+from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -25,15 +25,13 @@ from .interfaces import (BranchKind, Stall, branch_read_signature, cpu_signature
                          instance_numbering, trace_layout)
 from .memory_tracker import MemoryTracker
 from .mutation import mutable
-from .primitives import entry_of, index_set, overlaps, wire
-from .reservation_station import ReservationStation
+from .primitives import index_set, overlaps, wire
+from .ready_lists import ReadyLists
 from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
 from .wakeup import WakeUp
-from .window import DispatchWindow
 
-__all__ = ["HTS", "connect_completion", "connect_issue_and_dispatch", "queued_tag_sets", "gathered_tag_sets",
-           "holds", "ends", "copy_wanted"]
+__all__ = ["HTS", "connect_completion", "connect_dispatch", "queued_tag_sets", "holds", "ends", "copy_wanted"]
 
 
 def holds(block, pid: int) -> Value:
@@ -55,22 +53,16 @@ def copy_wanted(stalled_on_tlb, drained, tlb, processes: int) -> Value:
     return stalled_on_tlb | Cat(*(drained[pid] & holds(tlb, pid) for pid in range(processes))).any()
 
 
-def connect_issue_and_dispatch(m: Module, window, stations, arbiter, asr):
-    """Window → stations → dispatch arbiter → ASR (the formal pipeline harness wires them so too)."""
+def connect_dispatch(m: Module, lists, arbiter, asr):
+    """Ready lists → dispatch arbiter → ASR (the formal pipeline harness wires them so too)."""
     m.d.comb += [
-        arbiter.offer_valid.eq(Cat(*(station.offer_valid for station in stations))),
+        arbiter.offer_valid.eq(lists.offer_valid),
+        arbiter.offer_task.eq(lists.offer_task),
+        lists.take.eq(arbiter.take),
         arbiter.has_free.eq(asr.has_free),
         arbiter.free_instance.eq(asr.free_instance),
         asr.occupy.eq(arbiter.occupy),
     ]
-    for class_index, station in enumerate(stations):
-        m.d.comb += [
-            arbiter.offer_task[class_index].eq(station.offer_task),
-            station.take.eq(arbiter.take[class_index]),
-            window.station_room[class_index].eq(station.room),
-            station.insert_task.eq(window.issue_task),
-            station.insert_valid.eq(Cat(*(to[class_index] for to in window.issue_to))),
-        ]
 
 
 def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash, squashed):
@@ -100,9 +92,9 @@ def connect_completion(m: Module, config: SystemConfig, cdb, asr, shells, squash
 
 
 def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, last_granted, squash, confirm):
-    """The tags the window and the stations hold, and per speculation ID those under it, in
-    registers (docs/microarchitecture.md, "The queued tag sets"). Returns the queued tags, the
-    sets by ID, and the queued tags under ``squash``.
+    """The tags enqueued and not dispatched, and per speculation ID those under it, in
+    registers (docs/microarchitecture.md, "The queued tag sets"): a waiting task's live bit and
+    mask. Returns the queued tags, the sets by ID, and the queued tags under ``squash``.
     """
     tags, spec_ids = config.hts.tracker_entries, config.hts.spec_ids
     kept = Signal(tags, name="queued_kept")
@@ -118,17 +110,6 @@ def queued_tag_sets(m: Module, config: SystemConfig, appended, appended_mask, la
         emptied = mutable("queued_sets_keep_confirmed", confirm[spec_id], 0)
         m.d.sync += tags_kept.eq(Mux(emptied, 0, tags_under & ~squashed | joining))
     return queued, under, squashed
-
-
-def gathered_tag_sets(config: SystemConfig, queues) -> Value:
-    """What :func:`queued_tag_sets` keeps, gathered from the queues' slots (for checks only)."""
-    tags = config.hts.tracker_entries
-    valid = [bit for queue in queues for bit in queue.valid]
-    entries = [entry for queue in queues for entry in queue.entries]
-    return Cat(index_set(valid, [entry.tag for entry in entries], tags),
-               *(index_set([bit & entry.mask[spec_id] for bit, entry in zip(valid, entries)],
-                           [entry.tag for entry in entries], tags)
-                 for spec_id in range(config.hts.spec_ids)))
 
 
 class HTS(wiring.Component):
@@ -148,7 +129,7 @@ class HTS(wiring.Component):
         Memory ports: branch reads, the copy-back engine's, each core's (``dma_signature``).
     events : Out(trace_layout)
         The trace port (not ``trace``: Verilator gives its models a ``trace`` method).
-    queues, decode, enqueue, tracker, wakeup, tlb, window, stations, arbiter, asr, cdb, branch_unit, copy_back, shells
+    queues, decode, enqueue, tracker, wakeup, tlb, ready_lists, arbiter, asr, cdb, branch_unit, copy_back, shells
         The blocks, for tests and the synthesis report.
     """
 
@@ -170,8 +151,7 @@ class HTS(wiring.Component):
         self.tracker = MemoryTracker(config)
         self.wakeup = WakeUp(config)
         self.tlb = TaskLookupBuffer(config)
-        self.window = DispatchWindow(config)
-        self.stations = [ReservationStation(config) for _ in config.accelerators]
+        self.ready_lists = ReadyLists(config)
         self.arbiter = DispatchArbiter(config)
         self.asr = AcceleratorStatus(config)
         self.cdb = CommonDataBus(config)
@@ -182,8 +162,8 @@ class HTS(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         config = self._config
-        decode, enqueue, tracker, tlb, window = self.decode, self.enqueue, self.tracker, self.tlb, self.window
-        stations, arbiter, asr, cdb = self.stations, self.arbiter, self.asr, self.cdb
+        decode, enqueue, tracker, tlb, lists = self.decode, self.enqueue, self.tracker, self.tlb, self.ready_lists
+        arbiter, asr, cdb = self.arbiter, self.asr, self.cdb
         branch_unit, copy_back, shells = self.branch_unit, self.copy_back, self.shells
         for pid, queue in enumerate(self.queues):
             m.submodules[f"queue{pid}"] = queue
@@ -192,9 +172,7 @@ class HTS(wiring.Component):
         m.submodules.tracker = tracker
         m.submodules.wakeup = wakeup = self.wakeup
         m.submodules.tlb = tlb
-        m.submodules.window = window
-        for class_index, station in enumerate(stations):
-            m.submodules[f"station{class_index}"] = station
+        m.submodules.ready_lists = lists
         m.submodules.arbiter = arbiter
         m.submodules.asr = asr
         m.submodules.cdb = cdb
@@ -207,8 +185,6 @@ class HTS(wiring.Component):
         queued, under, queue_squashed = queued_tag_sets(
             m, config, Mux(enqueue.append, enqueue.queued_tags, 0), enqueue.append_task.mask,
             arbiter.last_granted_tags, branch_unit.squash, branch_unit.confirm)
-        m.d.sync += Assert(ResetSignal() | (Cat(queued, *under) == gathered_tag_sets(config, [window, *stations])),
-                           "the queued tag sets disagree with the queues")
         squashed = Signal(config.hts.tracker_entries)
         m.d.comb += squashed.eq(enqueue.squashed_tags | queue_squashed)
         aborted, broadcast, released = connect_completion(m, config, cdb, asr, shells, branch_unit.squash, squashed)
@@ -221,10 +197,17 @@ class HTS(wiring.Component):
             wiring.connect(m, shell.dma, wiring.flipped(self.accel_dma[flat]))
 
         # ---- end-of-cycle updates of every block that holds tasks or branches -------------
-        for queue in [window, *stations]:
-            m.d.comb += [queue.squash_next.eq(branch_unit.squash_next), queue.confirm.eq(branch_unit.confirm),
-                         queue.woken.eq(wakeup.woken)]
         m.d.comb += [enqueue.squash.eq(branch_unit.squash), enqueue.confirm.eq(branch_unit.confirm)]
+        # The ready lists: the task leaving the enqueue stage and the walker's woken tag join
+        # them; a listed tag is live while queued.
+        m.d.comb += [
+            lists.append.eq(enqueue.append),
+            lists.append_task.eq(enqueue.append_task),
+            lists.woken.eq(wakeup.woken),
+            lists.queued.eq(queued),
+            lists.squashed.eq(queue_squashed),
+            lists.under.eq(Cat(*under)),
+        ]
         # The wake-up: the enqueue stage registers its task a row a cycle; released tags are walked.
         m.d.comb += [
             wakeup.register.eq(enqueue.register),
@@ -235,7 +218,7 @@ class HTS(wiring.Component):
             enqueue.ready.eq(wakeup.waiter_ready),
             wakeup.release.eq(released),
             wakeup.tracked.eq(tracker.valid),
-            tracker.held.eq(wakeup.held),
+            tracker.held.eq(wakeup.held | lists.held),
             decode.successors_full.eq(wakeup.successors_full),
         ]
         # The retarget rewrites the ranges of queued tasks in the tracker, where they are
@@ -268,8 +251,8 @@ class HTS(wiring.Component):
             tlb.tm_idle.eq(~tracker.holds_tm & ~branch_unit.reads_tm),
         ]
 
-        # ---- dispatch and issue -------------------------------------------------------------
-        connect_issue_and_dispatch(m, window, stations, arbiter, asr)
+        # ---- dispatch -------------------------------------------------------------------------
+        connect_dispatch(m, lists, arbiter, asr)
         m.d.comb += arbiter.tasks.eq(tracker.entries)
         for reader, port in zip(arbiter.record_reads, tracker.record_reads):
             wiring.connect(m, reader, port)
@@ -308,15 +291,6 @@ class HTS(wiring.Component):
         for slot, entry in enumerate(branch_unit.entries):
             view = trace.branches[slot]
             m.d.comb += [view.pid.eq(entry.pid), view.pc.eq(entry.pc), view.kind.eq(entry.kind)]
-        # An issue slot shows last cycle's issue, so that the tracker read is not behind the
-        # window's pick. The entry is still there: an issued tag is freed a cycle later at the
-        # earliest (its squash), and its pid and pc are never rewritten.
-        for slot, (issued, valid, task) in enumerate(zip(trace.issue, window.issue_valid, window.issue_task)):
-            was_issued, tag = Signal(name=f"issued_{slot}"), Signal.like(task.tag, name=f"issued_tag_{slot}")
-            m.d.sync += [was_issued.eq(valid), tag.eq(task.tag)]
-            entry = entry_of(tracker.entries, tag)
-            m.d.comb += [issued.valid.eq(was_issued), issued.pid.eq(entry.pid), issued.pc.eq(entry.pc),
-                         issued.tag.eq(tag)]
         return m
 
     def _copy_back(self, m: Module, queued):
@@ -403,13 +377,7 @@ class HTS(wiring.Component):
             decode.restore.eq(branch_unit.restore),
             decode.confirm.eq(branch_unit.confirm),
             decode.freed_ids.eq(branch_unit.freed_ids),
-            # The task in the enqueue stage has a window slot waiting for it.
-            # Both tests (room > 1, room > 0) run from registered state; the held task only picks one.
-            decode.window_has_room.eq(Mux(mutable("window_room_off_by_one", enqueue.occupied, 0),
-                                          self.window.room[1:].any(), self.window.room.any())),
             branch_unit.alloc.eq(decode.branch),
-            self.window.append.eq(enqueue.append),
-            self.window.append_task.eq(enqueue.append_task),
             enqueue.depends.eq(tracker.depends),
             branch_unit.writers.eq(tracker.depends),
             decode.tracker_has_free.eq(tracker.has_free),

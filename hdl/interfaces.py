@@ -123,7 +123,8 @@ def record_read_signature(config: SystemConfig) -> wiring.Signature:
 
 
 def queued_task_layout(config: SystemConfig) -> data.StructLayout:
-    """A task as window and stations hold it: tag, class, speculation ``mask``, whether it is ``ready``."""
+    """A task as the enqueue stage hands it on and a ready list offers it: tag, class,
+    speculation ``mask``, whether it is ``ready``."""
     return data.StructLayout({
         "tag": config.widths.tag,
         "accel_class": config.widths.accel_class,
@@ -189,15 +190,14 @@ class Stall(enum.Enum, shape=4):
     DRAIN = 3
     FETCH = 4
     DECODER_BUSY = 5
-    WINDOW_FULL = 6
-    TRACKER_FULL = 7
-    SPECULATIVE_FAULT = 8
-    TLB_CONFLICT = 9
-    TLB_FULL = 10
-    FAULT = 11          # a committed-path access leaves the process's window: the process stops
-    OPERANDS = 12       # the head's region base was written as it became the head (compared again)
-    SCAN = 13           # a tracker search goes on next cycle: a task or memory branch waits for it
-    SUCCESSORS_FULL = 14  # a producer's successor list has fewer than two free slots
+    TRACKER_FULL = 6
+    SPECULATIVE_FAULT = 7
+    TLB_CONFLICT = 8
+    TLB_FULL = 9
+    FAULT = 10          # a committed-path access leaves the process's window: the process stops
+    OPERANDS = 11       # the head's region base was written as it became the head (compared again)
+    SCAN = 12           # a tracker search goes on next cycle: a task or memory branch waits for it
+    SUCCESSORS_FULL = 13  # a producer's successor list has fewer than two free slots
 
 
 class BranchKind(enum.Enum, shape=2):
@@ -390,13 +390,11 @@ def _branch_view_layout(config: SystemConfig) -> data.StructLayout:
 
 def trace_layout(config: SystemConfig) -> data.StructLayout:
     """Everything an event of the cycle is made of (the trace port), valid bits first; dispatch
-    and issue are the cycle before's.
+    is the cycle before's.
     """
     hts = config.hts
     instances = len(instance_numbering(config))
     slots = hts.spec_ids + hts.processes
-    issue = data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
-                               "tag": config.widths.tag})
     return data.StructLayout({
         "end": hts.processes,
         "complete": instances,
@@ -410,7 +408,6 @@ def trace_layout(config: SystemConfig) -> data.StructLayout:
         "retarget": retarget_trace_layout(config),
         "copyback": copyback_trace_layout(config),
         "dispatch": data.ArrayLayout(dispatch_trace_layout(config), hts.dispatch_width),
-        "issue": data.ArrayLayout(issue, hts.dispatch_width),
         "enqueue": data.StructLayout({"valid": 1, "pid": config.widths.pid, "pc": config.widths.pc,
                                       "tag": config.widths.tag, "producers": range(max(hts.tracker_entries, 2))}),
         "decode": data.StructLayout({"valid": 1, "task": decoded_task_layout(config)}),

@@ -1,8 +1,8 @@
 """The trace port of the ``HTS`` top level read as the model's events.
 
-:class:`TraceReader` files dispatches and issues, shown a cycle late, under the cycle
-before; :func:`canonical` orders a cycle's events by stage and content
-(docs/microarchitecture.md, "Trace").
+:class:`TraceReader` files dispatches, shown a cycle late, under the cycle before;
+:func:`canonical` orders a cycle's events by stage and content (docs/microarchitecture.md,
+"Trace").
 """
 
 import json
@@ -17,15 +17,15 @@ from .interfaces import instance_numbering
 __all__ = ["any_event", "TraceReader", "canonical", "EVENT_KINDS"]
 
 # The model's stage order within a cycle (models/hts.py, ``step``).
-EVENT_KINDS = ("end", "complete", "branch", "abort", "squash", "retarget", "copyback", "dispatch", "issue",
-               "enqueue", "decode", "fault")
+EVENT_KINDS = ("end", "complete", "branch", "abort", "squash", "retarget", "copyback", "dispatch", "enqueue",
+               "decode", "fault")
 
 
 def any_event(trace) -> Value:
     """Whether the trace port ``trace`` shows any event this cycle (testbenches wake on it)."""
     return Cat(trace.end.any(), trace.complete.any(), trace.abort.any(), trace.branch_resolving.any(),
                trace.squash.any(), trace.retarget.valid, trace.copyback.valid,
-               *(grant.valid for grant in trace.dispatch), *(issued.valid for issued in trace.issue),
+               *(grant.valid for grant in trace.dispatch),
                trace.enqueue.valid, trace.decode.valid, trace.fault.valid).any()
 
 
@@ -85,9 +85,6 @@ class TraceReader:
                      accel=self._names[task.accel_class],
                      instance=grant.instance, reads=_region(task.reads), writes=_region(task.writes),
                      mask=task.mask)
-        for issued in value.issue:
-            if issued.valid:
-                emit("issue", when=cycle - 1, pid=issued.pid, pc=issued.pc, tag=issued.tag)
         if value.enqueue.valid:
             task = value.enqueue
             emit("enqueue", pid=task.pid, pc=task.pc, tag=task.tag, producers=task.producers)

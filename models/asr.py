@@ -6,7 +6,7 @@ completion is broadcast on the CDB (the ASR learns of completion from the CDB).
 
 from dataclasses import dataclass
 
-from .window import DecodedTask
+from .task import DecodedTask
 
 __all__ = ["Running", "AcceleratorStatus"]
 

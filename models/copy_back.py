@@ -16,7 +16,7 @@ from .asr import Running
 from .memory import Memory
 from .memory_tracker import MemoryTracker, Region
 from .tlb import CopyBack, TaskLookupBuffer, TLBEntry
-from .window import DecodedTask
+from .task import DecodedTask
 
 __all__ = ["CopyBackEngine", "CopyBackStep", "transfer_cycles", "busy_regions", "retargeted", "retarget_task"]
 
@@ -72,7 +72,7 @@ class CopyBackEngine:
         so a producer granted on the CDB in it writes home.
 
         A producer is retargetable if at the end of the cycle before it was waiting (from
-        the enqueue stage to a station), or computing without having started to write back,
+        the enqueue stage to dispatch), or computing without having started to write back,
         which it does over the last ``transfer_cycles(output)`` cycles of its latency. The
         hardware registers the test a cycle ahead, per TLB entry, so that neither the
         choice nor the retarget waits on the accelerators' write-back.

@@ -22,7 +22,7 @@ from typing import Iterable, Iterator
 
 from hts.isa import Opcode
 
-from .observation import SEARCH_CORNERS, WAKEUP_CORNERS, CycleView
+from .observation import LIST_CORNERS, SEARCH_CORNERS, WAKEUP_CORNERS, CycleView
 from .trace import EVENT_KINDS, Trace
 
 __all__ = ["Bin", "BINS", "BIN_NAMES", "Coverage", "trace_coverage", "StateCoverage", "model_coverage",
@@ -54,17 +54,16 @@ def _branch_bins() -> list[Bin]:
 
 
 # Where a squashed task can be: the stage names of the squash bins.
-SQUASH_STAGES = ("enqueue", "window", "station", "running")
+SQUASH_STAGES = ("enqueue", "queued", "running")
 _SQUASH_MEANINGS = {
     "enqueue": "a squash removes the task in the enqueue stage (decoded the cycle before)",
-    "window": "a squash removes a task from the dispatch window",
-    "station": "a squash removes a task from a reservation station",
+    "queued": "a squash removes a task enqueued and not dispatched",
     "running": "a squash aborts a task running on an instance",
 }
 
 # Decode stall reasons of the hardware scheduler (models/hts.py). ``runtime_overhead``
 # belongs to the software baseline, not to the hardware under test: it has no bin.
-STALL_REASONS = ("fetch", "operands", "branch", "scan", "window_full", "tracker_full", "successors_full", "tlb_full",
+STALL_REASONS = ("fetch", "operands", "branch", "scan", "tracker_full", "successors_full", "tlb_full",
                  "tlb_conflict", "speculative_fault", "fault", "decoder_busy", "drain")
 _TLB_STALLS = ("tlb_full", "tlb_conflict")
 
@@ -72,13 +71,10 @@ BINS: tuple[Bin, ...] = (
     *_event_bins(),
     *_branch_bins(),
     *(Bin(f"squash.{stage}", meaning, "trace") for stage, meaning in _SQUASH_MEANINGS.items()),
-    Bin("squash.all_stages", "one squash removes tasks from all four: enqueue stage, window, station, running",
-        "trace"),
+    Bin("squash.all_stages", "one squash removes tasks from all three: enqueue stage, queued, running", "trace"),
     Bin("run.processes_interleave",
         "a run in which a process decodes tasks both before and after another process does", "trace"),
-    Bin("full.window", "the window has no free slot at the start of a cycle", "model"),
     Bin("full.tracker", "every tracker entry (tag) is in flight at the start of a cycle", "model"),
-    Bin("full.station", "a reservation station holds `rs_entries` tasks at the start of a cycle", "model"),
     Bin("full.tlb", "no room for a speculative output at the start of a cycle: every TLB entry valid "
         "or every TM block allocated", "model"),
     *(Bin(f"stall.{reason}", f"a process's decode stalls: `{reason}`", "model") for reason in STALL_REASONS),
@@ -86,6 +82,7 @@ BINS: tuple[Bin, ...] = (
         "engine moves a TM copy home over the memory port", "model"),
     *(Bin(f"search.{corner}", meaning, "model") for corner, meaning in SEARCH_CORNERS.items()),
     *(Bin(f"wakeup.{corner}", meaning, "model") for corner, meaning in WAKEUP_CORNERS.items()),
+    *(Bin(f"lists.{corner}", meaning, "model") for corner, meaning in LIST_CORNERS.items()),
     Bin("speculation.loop", "a loop body entered under speculation: `lbeg` with iterations decoded "
         "while an unresolved speculated branch is pending", "model"),
 )
@@ -129,7 +126,7 @@ def coverage_table(coverage: Coverage) -> str:
 # ---- trace bins -------------------------------------------------------------------------
 
 # Where a task stands after its latest event: the stage its next squash finds it in.
-_STAGE_AFTER = {"decode": "enqueue", "enqueue": "window", "issue": "station", "dispatch": "running"}
+_STAGE_AFTER = {"decode": "enqueue", "enqueue": "queued", "dispatch": "running"}
 _LEAVES = ("complete", "abort")
 
 
@@ -217,18 +214,15 @@ class StateCoverage:
             self.coverage.hit(f"search.{corner}")
         for corner in view.wakeups:
             self.coverage.hit(f"wakeup.{corner}")
+        for corner in view.lists:
+            self.coverage.hit(f"lists.{corner}")
 
 
 def _conditions(view: CycleView) -> Iterator[tuple[str, int]]:
     """(bin, which structure or process) of every state condition holding in the cycle."""
     start = view.start
-    if start.window == start.window_capacity:
-        yield "full.window", 0
     if start.tracker == start.tracker_capacity:
         yield "full.tracker", 0
-    for index, tasks in enumerate(start.stations):
-        if tasks == start.station_capacity:
-            yield "full.station", index
     if start.tlb == start.tlb_capacity or start.tm_used == start.tm_capacity:
         yield "full.tlb", 0
     for pid, reason in view.stalls.items():

@@ -27,7 +27,7 @@ from .memory_tracker import MemoryTracker, Region, TrackerEntry
 from .observation import DecodedInstruction
 from .task_queue import TaskQueue
 from .tlb import TaskLookupBuffer
-from .window import DecodedTask
+from .task import DecodedTask
 
 __all__ = ["ProcessContext", "Decode", "Decoded", "runtime_accesses"]
 
@@ -41,7 +41,7 @@ def runtime_accesses(tracker_occupancy: int) -> int:
     """Memory accesses a software runtime makes to schedule one task.
 
     It reads the task (1), scans the tracker entries in use for dependences (one each),
-    writes its own tracker entry (1) and reservation-station entry (1), and at dispatch
+    writes its own tracker entry (1) and ready-list entry (1), and at dispatch
     reads and writes the accelerator status (2).
     """
     return 5 + tracker_occupancy
@@ -136,8 +136,8 @@ class Decode:
              tlb: TaskLookupBuffer, enqueue: EnqueueStage, branch_unit: BranchUnit) -> Decoded:
         """Decode one instruction of one process.
 
-        ``room``: whether each process has a queue head, and the free window slots and
-        tracker entries, at the start of the cycle. The round-robin arbiter picks the first
+        ``room``: whether each process has a queue head, the free tracker entries and
+        the successor lists' room, at the start of the cycle. The round-robin arbiter picks the first
         process (from the one after the last picked) whose queue head is present and not
         blocked; only that one is planned, so decode does one TLB and tracker look-up per
         cycle. The pointer moves on whether or not the plan succeeds, so a stalled process
@@ -200,8 +200,6 @@ class Decode:
         """How the task at ``pc`` would be decoded now, or why it cannot be."""
         if blocks.room["scan_busy"]:
             return "scan"
-        if blocks.room["window"] == 0:
-            return "window_full"
         if blocks.room["tracker"] == 0:
             return "tracker_full"
         if blocks.room["successors_full"]:

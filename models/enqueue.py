@@ -1,23 +1,24 @@
-"""Enqueue: the second decode stage, between decode and the dispatch window.
+"""Enqueue: the second decode stage, between decode and the queued tasks.
 
 Decode (the first stage) plans a task against the TLB, allocates its tag and tracker
-entry, and leaves it in this stage's one-entry register. The next cycle this stage
-searches the memory tracker for the task's dependences and writes the task into the
-window. Splitting the two associative searches (TLB in decode, tracker here) over two
-cycles is what keeps each cycle of the RTL to one search (docs/microarchitecture.md).
+entry, and leaves it in this stage's one-entry register. From the next cycle this stage
+searches the memory tracker for the task's dependences, a row a cycle, and queues the
+task in the cycle of its last row. Splitting the two associative searches (TLB in
+decode, tracker here) over two cycles keeps each cycle of the RTL to one search
+(docs/microarchitecture.md).
 
 While the task sits here it is in flight like any queued task: a squash removes it, a
 confirm clears its mask, a retarget rewrites its ranges (``models/hts.py``).
 """
 
 from .memory_tracker import MemoryTracker, Search
-from .window import DecodedTask
+from .task import DecodedTask
 
 __all__ = ["EnqueueStage"]
 
 
 class EnqueueStage:
-    """The register between decode and the window, and the tracker search made from it."""
+    """The register between decode and the queued tasks, and the tracker search made from it."""
 
     def __init__(self):
         self.task: DecodedTask | None = None
@@ -34,7 +35,7 @@ class EnqueueStage:
         return task
 
     def step(self, tracker: MemoryTracker, broadcast: frozenset[int]) -> DecodedTask | None:
-        """The task leaving for the window this cycle, with the tags it waits for, or None.
+        """The task leaving the stage this cycle, queued, with the tags it waits for, or None.
 
         The tracker holds every task decoded before this one, and this one (decode
         allocated its entry when it left it here), but none decoded after it: the search

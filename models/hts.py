@@ -1,7 +1,7 @@
 """The cycle-level HTS model: every block of docs/microarchitecture.md, stepped cycle by cycle.
 
 This is the golden model of the RTL. Each cycle runs the stages back to front
-(completion and CDB, branch unit, copy-back, dispatch, issue, enqueue, decode, fetch), so
+(completion and CDB, branch unit, copy-back, dispatch, enqueue, decode, fetch), so
 that an item moves at most one stage per cycle. Every stage decides on the occupancy its
 structures had at the start of the cycle. What frees a structure (a CDB broadcast, a
 squash, a finished copy-back) lands at the end of the cycle. The tracker searches
@@ -34,18 +34,18 @@ from .cdb import CommonDataBus
 from .control import Fault
 from .copy_back import CopyBackEngine, retarget_task, retargeted, transfer_cycles
 from .decode import Decode, Decoded, ProcessContext, runtime_accesses
-from .dispatch import START_DELAY, Dispatch, squash_queues
+from .dispatch import START_DELAY, Dispatch, squash_queued
 from .enqueue import EnqueueStage
 from .executor import check_programs
 from .memory import Memory
 from .memory_tracker import MemoryTracker, overlaps
 from .observation import CycleView, Occupancy
-from .reservation_station import ReservationStation
+from .ready_lists import ReadyLists
+from .task import DecodedTask
 from .timing import DeviceTiming, TableLatency
 from .tlb import TaskLookupBuffer, TLBEntry
 from .trace import Trace
 from .wakeup import WakeUp
-from .window import DecodedTask, DispatchWindow
 
 __all__ = ["SCHEDULERS", "RunResult", "HTSModel", "runtime_accesses", "transfer_cycles"]
 
@@ -95,8 +95,9 @@ class HTSModel:
         self.wakeup = None if self.runtime else WakeUp(config.hts.tracker_entries, config.hts.successor_slots)
         self.decode = Decode(config, programs, DEFAULT_STEP_LIMIT, self.runtime,
                              speculate=scheduler == "hts" and config.hts.speculation)
-        self.window = DispatchWindow(config.hts.window)
-        self.stations = [ReservationStation(config.hts.rs_entries) for _ in self.classes]
+        # Enqueued tasks not dispatched yet, oldest first; the ready ones are also listed.
+        self.queued: list[DecodedTask] = []
+        self.ready_lists = ReadyLists(len(self.classes), config.hts.tracker_entries)
         self.dispatch = Dispatch(config.hts.dispatch_width, self.classes, self.timing,
                                  config.timing.interrupt_latency if self.runtime else 0,
                                  start_delay=0 if self.runtime else START_DELAY)
@@ -125,6 +126,7 @@ class HTSModel:
         self._retargeted = None                  # TLB entry whose producer now writes home
         self._search_corners: set[str] = set()   # of this cycle, for the observer
         self._wakeup_corners: set[str] = set()
+        self._list_corners: set[str] = set()
         self._enqueued_now: DecodedTask | None = None
         self._seq_of_tag: dict[int, int] = {}
         self._registration: tuple[int | None, set[int]] = (None, set())   # enqueue's row: waiter, producers
@@ -188,7 +190,7 @@ class HTSModel:
         for task in self.completed_speculative:
             task.squashed = bool(task.mask & bit)
         self.completed_speculative = [task for task in self.completed_speculative if not task.squashed]
-        squashed = squash_queues(self.window, self.stations, bit)
+        squashed = squash_queued(self.queued, bit)
         if self.enqueue.task is not None and self.enqueue.task.mask & bit:
             if self.enqueue.search.row:
                 self._search_corners.add("squashed")
@@ -233,21 +235,27 @@ class HTSModel:
         self.branch_unit.retarget(self.processes, tm, entry.home[0])
         self.tlb.entries.remove(entry)
 
-    # ---- dispatch and issue ---------------------------------------------------------------
+    # ---- dispatch -------------------------------------------------------------------------
 
     def _dispatch(self, t: int) -> bool:
         """The grants; each event shows the regions the task starts with, this cycle's
-        retarget applied (it lands at the end of the cycle, before the start)."""
-        started = self.dispatch.dispatch(t, self.stations, self.asr, self.programs)
+        retarget applied (it lands at the end of the cycle, before the start). Returns
+        whether a list changed: a grant, or a dead head dropped (no cycle to skip)."""
+        lists = self.ready_lists
+        dropping = any(task is not None and task.squashed for task in map(lists.head, range(len(self.classes))))
+        if dropping:
+            self._list_corners.add("dead_head")
+        started = self.dispatch.dispatch(t, lists, self.asr, self.programs)
         for run in started:
             task = run.task
+            self.queued.remove(task)
             self._check_producers_released(task)
             self.in_progress.append(run)
             self.trace.emit(t, "dispatch", pid=task.pid, pc=task.pc, tag=task.tag,
                             accel=self.classes[task.class_index].name, instance=run.instance,
                             reads=list(retargeted(task.reads, self._retargeted)),
                             writes=list(retargeted(task.writes, self._retargeted)), mask=task.mask)
-        return bool(started)
+        return bool(started) or dropping
 
     def _check_producers_released(self, task: DecodedTask):
         """The wake-up's contract: a task dispatches only once every older task it overlaps
@@ -260,21 +268,15 @@ class HTSModel:
                         or overlaps(task.writes, entry.writes)), \
                 f"task {task.pid}:{task.pc} (tag {task.tag}) dispatched before its producer, tag {tag}"
 
-    def _issue(self, t: int, station_room: list[int]) -> bool:
-        moved = self.dispatch.issue(self.window, self.stations, station_room)
-        for task in moved:
-            self.trace.emit(t, "issue", pid=task.pid, pc=task.pc, tag=task.tag)
-        return bool(moved)
-
     def _enqueue(self, t: int, broadcast: frozenset[int]) -> bool:
-        """Whether the enqueue stage searched (a row a cycle) or moved its task to the window."""
+        """Whether the enqueue stage searched (a row a cycle) or its task left it, queued."""
         searching = self.enqueue.task is not None
         task = self.enqueue.step(self.tracker, broadcast)
         # Decode may hand the stage its next task in this cycle: take the row's finds now.
         self._registration = (self.enqueue.search.tag, self.enqueue.search.row_found)
         if task is None:
             return searching
-        self.window.tasks.append(task)
+        self.queued.append(task)
         self._enqueued_now = task
         self.trace.emit(t, "enqueue", pid=task.pid, pc=task.pc, tag=task.tag, producers=self.enqueue.registered)
         return True
@@ -336,28 +338,30 @@ class HTSModel:
         baseline, every waiter of a released tag); the tasks that become ready."""
         enqueued, self._enqueued_now = self._enqueued_now, None
         if self.wakeup is None:
-            woken = [task for task in self.window.tasks if task.waits_for & released]
-            woken += [task for station in self.stations for task in station.tasks if task.waits_for & released]
+            woken = [task for task in self.queued if task.waits_for & released]
             for task in woken:
                 task.waits_for -= released
-            woken = [task for task in woken if not task.waits_for]
+            woken = [task for task in woken if not task.waits_for and task is not enqueued]
             if enqueued is not None:
-                enqueued.ready = not enqueued.waits_for - released
+                enqueued.ready = not enqueued.waits_for
         else:
             waiter, producers = self._registration
             if self.observer is not None:
                 self._observe_walker()
             tag = self.wakeup.end_of_cycle(waiter if producers else None, producers, released)
-            woken = [] if tag is None else [task for task in self._waiting() if task.tag == tag
-                                            and task is not enqueued and task is not self.enqueue.task]
+            woken = [] if tag is None else [task for task in self.queued if task.tag == tag and task is not enqueued]
             if enqueued is not None:
                 enqueued.ready = not self.wakeup.waits(enqueued.tag)
-            self.tracker.held = self.wakeup.held()
         for task in woken:
-            if task in self.window.tasks:
-                task.ready = True
-            else:
-                self.stations[task.class_index].wake(task)
+            task.ready = True
+            self.ready_lists.append(task)
+        if enqueued is not None and enqueued.ready:
+            self.ready_lists.append(enqueued)
+            if any(task.class_index == enqueued.class_index for task in woken):
+                self._list_corners.add("two_joins")
+        if self.observer is not None and any(map(self.ready_lists.wraps, range(len(self.classes)))):
+            self._list_corners.add("wrap")
+        self.tracker.held = self.ready_lists.held() | (set() if self.wakeup is None else self.wakeup.held())
 
     def _observe_walker(self):
         """The wake-up's corners, on its state at the start of the cycle."""
@@ -391,14 +395,12 @@ class HTSModel:
             yield self.enqueue.task
 
     def _waiting(self) -> list[DecodedTask]:
-        """The tasks not dispatched yet: in the enqueue stage, the window and the stations."""
-        return [*self._enqueued(), *self.window.tasks, *(task for station in self.stations for task in station.tasks)]
+        """The tasks not dispatched yet: in the enqueue stage, and queued."""
+        return [*self._enqueued(), *self.queued]
 
     def _queued_and_running(self):
         yield from self._enqueued()
-        yield from self.window.tasks
-        for station in self.stations:
-            yield from station.tasks
+        yield from self.queued
         for run in self.in_progress + list(self.cdb.tickets):
             yield run.task
 
@@ -406,23 +408,17 @@ class HTSModel:
         return {
             "queue": [int(proc.queue.head() is not None) for proc in self.processes],
             "fetch": [proc.queue.occupancy for proc in self.processes],
-            # The task in the enqueue stage has a window slot waiting for it.
-            "window": self.window.capacity - len(self.window.tasks) - (self.enqueue.task is not None),
             "tracker": self.tracker.allocatable(),
             "successors_full": self.wakeup is not None and self.wakeup.successors_full(
                 tag for tag, entry in enumerate(self.tracker.entries) if entry is not None),
             # A search under way keeps the tracker's comparators in the next cycle too.
             "scan_busy": (self.enqueue.searching_next_cycle(self.tracker)
                           or self.branch_unit.searching_next_cycle(self.processes, self.tracker)),
-            "stations": [station.capacity - len(station.tasks) for station in self.stations],
         }
 
     def _occupancy(self) -> Occupancy:
-        hts = self.config.hts
         return Occupancy(
-            window=len(self.window.tasks) + (self.enqueue.task is not None), window_capacity=self.window.capacity,
             tracker=self.tracker.occupancy(), tracker_capacity=len(self.tracker.entries),
-            stations=tuple(len(station.tasks) for station in self.stations), station_capacity=hts.rs_entries,
             tlb=len(self.tlb.entries), tlb_capacity=self.tlb.capacity,
             tm_used=self.tlb.tm_next, tm_capacity=self.tlb.tm_blocks)
 
@@ -447,7 +443,6 @@ class HTSModel:
                 self._search_corners.add("branch")
         progress |= self._copy_back(t, retarget)
         progress |= self._dispatch(t)
-        progress |= self._issue(t, list(room["stations"]))
         progress |= self._enqueue(t, broadcast)
         decoded = self._decode(t, room)
         stalls = decoded.stalls
@@ -459,8 +454,8 @@ class HTSModel:
         self._end_of_cycle(t)
         if self.observer is not None:
             self.observer(CycleView(t, start, copying, stalls, decoded.instruction, frozenset(self._search_corners),
-                                    frozenset(self._wakeup_corners)))
-        self._search_corners, self._wakeup_corners = set(), set()
+                                    frozenset(self._wakeup_corners), frozenset(self._list_corners)))
+        self._search_corners, self._wakeup_corners, self._list_corners = set(), set(), set()
         # The stall reasons are registered: the copy-back engine acts on last cycle's, so a
         # change of reason is a change of state even when nothing else moved.
         progress |= stalls != self._last_stalls

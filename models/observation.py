@@ -15,7 +15,7 @@ from typing import Mapping
 
 from hts.isa import Opcode
 
-__all__ = ["Occupancy", "DecodedInstruction", "CycleView", "SEARCH_CORNERS", "WAKEUP_CORNERS"]
+__all__ = ["Occupancy", "DecodedInstruction", "CycleView", "SEARCH_CORNERS", "WAKEUP_CORNERS", "LIST_CORNERS"]
 
 # What can happen to a tracker search of several rows, one row a cycle.
 SEARCH_CORNERS = {
@@ -30,16 +30,19 @@ WAKEUP_CORNERS = {
     "squashed_waiter": "the walker takes a squashed task's count to zero: its tag is free again",
 }
 
+# What the ready lists can meet.
+LIST_CORNERS = {
+    "dead_head": "dispatch drops a squashed task from the head of its class's ready list",
+    "wrap": "a class's ready list runs across the end of its ring",
+    "two_joins": "one edge appends the task leaving enqueue and a woken task to one class's list",
+}
+
 
 @dataclass(frozen=True)
 class Occupancy:
     """How full each structure is, with its capacity alongside."""
-    window: int                    # tasks in the window, plus the slot the enqueue stage holds
-    window_capacity: int
     tracker: int                   # tags in flight
     tracker_capacity: int
-    stations: tuple[int, ...]      # tasks per class
-    station_capacity: int
     tlb: int                       # TLB entries valid
     tlb_capacity: int
     tm_used: int                   # TM blocks handed out by the bump allocator
@@ -65,6 +68,7 @@ class CycleView:
     decoded: DecodedInstruction | None
     searches: frozenset[str] = frozenset()   # corners of tracker searches met this cycle (SEARCH_CORNERS)
     wakeups: frozenset[str] = frozenset()    # corners of the wake-up met this cycle (WAKEUP_CORNERS)
+    lists: frozenset[str] = frozenset()      # corners of the ready lists met this cycle (LIST_CORNERS)
 
     def __post_init__(self):
         object.__setattr__(self, "stalls", MappingProxyType(dict(self.stalls)))

@@ -39,7 +39,7 @@ class ScrambledLatency:
     task takes the same time wherever it is timed (model, RTL testbench, a rerun). One
     task in four is slow: it draws against at least ``slow`` cycles instead, so that a
     class of one-cycle accelerators still has all its instances busy now and then, and
-    the structures behind them (stations, tracker) fill up.
+    the structures behind them (ready lists, tracker) fill up.
     """
     seed: int
     slow: int = 32

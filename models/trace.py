@@ -11,7 +11,7 @@ from typing import IO, Any
 __all__ = ["Event", "Trace", "EVENT_KINDS"]
 
 # Every kind of event, in the order of the table in docs/microarchitecture.md.
-EVENT_KINDS = ("decode", "enqueue", "issue", "dispatch", "complete", "branch", "squash", "abort", "copyback",
+EVENT_KINDS = ("decode", "enqueue", "dispatch", "complete", "branch", "squash", "abort", "copyback",
                "retarget", "fault", "end")
 
 

@@ -57,7 +57,7 @@ def workspace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "p.s").write_text(EXAMPLES.joinpath("paper_independent.s").read_text())
     (tmp_path / "cfg.yaml").write_text(DEFAULT)
-    (tmp_path / "sweep.yaml").write_text("keys:\n  hts.window: [4, 8]\nprograms: [p.s]\n")
+    (tmp_path / "sweep.yaml").write_text("keys:\n  hts.queue_depth: [4, 8]\nprograms: [p.s]\n")
     return tmp_path
 
 
@@ -73,7 +73,7 @@ REFUSED = {
                                              "no such directory"),
     "cosim --timeline onto the program": (["cosim", "-c", "tiny", "p.s", "--timeline", "p.s"],
                                           "overwrite the input"),
-    "explore --csv onto the program": (["explore", "p.s", "--key", "hts.window=4,8", "--csv", "p.s"],
+    "explore --csv onto the program": (["explore", "p.s", "--key", "hts.queue_depth=4,8", "--csv", "p.s"],
                                        "overwrite the input"),
     "explore --json onto the sweep file": (["explore", "--sweep", "sweep.yaml", "--json", "sweep.yaml"],
                                            "overwrite the input"),

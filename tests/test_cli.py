@@ -73,11 +73,11 @@ def test_malformed_listing_exits_nonzero_and_writes_nothing(tmp_path):
 
 def test_bad_config_names_key_and_writes_nothing(tmp_path):
     cfg = tmp_path / "system.yaml"
-    cfg.write_text("accelerators:\n  - {name: real_fir, latency: 921}\nhts:\n  rs_entries: 0\n")
+    cfg.write_text("accelerators:\n  - {name: real_fir, latency: 921}\nhts:\n  tlb_entries: 0\n")
     out = tmp_path / "x.hex"
     result = hts("asm", example("paper_independent.s"), "-c", cfg, "-o", out)
     assert result.returncode == 1
-    assert "system.yaml:4:15: hts.rs_entries: must be >= 1, got 0" in result.stderr
+    assert "system.yaml:4:16: hts.tlb_entries: must be >= 1, got 0" in result.stderr
     assert not out.exists()
 
 
@@ -95,7 +95,7 @@ def test_missing_source_is_an_error(tmp_path):
 def test_config_shows_assigned_ids():
     result = hts("config", "-c", "tiny")
     assert result.returncode == 0
-    assert "fft_256" in result.stdout and "hts.rs_entries" in result.stdout
+    assert "fft_256" in result.stdout and "hts.tlb_entries" in result.stdout
 
 
 def test_tools_lists_every_bundled_tool_with_a_readable_version():

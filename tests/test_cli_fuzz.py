@@ -50,8 +50,8 @@ def _write_files(folder: Path) -> None:
     texts = {
         "p.s": program,
         "cfg.yaml": DEFAULT,
-        "sweep.yaml": "keys:\n  hts.window: [4, 8]\nprograms: [p.s]\n",
-        "bad_sweep.yaml": "keys:\n  hts.window: 4\nprograms: 5\n",
+        "sweep.yaml": "keys:\n  hts.queue_depth: [4, 8]\nprograms: [p.s]\n",
+        "bad_sweep.yaml": "keys:\n  hts.queue_depth: 4\nprograms: 5\n",
         "garbage.s": "this is not a program\n",
         "registers.s": "ld r300 0\nld r70000 0\nld r" + "9" * 5000 + " 0\n",
         "empty.s": "",
@@ -64,7 +64,7 @@ def _write_files(folder: Path) -> None:
         (folder / name).write_text(text)
     (folder / "bom_nul.s").write_bytes("\ufeff".encode() + program.encode()[:20] + b"\x00\x1b[31m\n")
     (folder / "latin1.s").write_bytes(program.encode()[:30] + b"\xe9\xff\n")
-    (folder / "latin1.yaml").write_bytes(b"keys:\n  hts.window: [4]\n# \xe9\xff\n")
+    (folder / "latin1.yaml").write_bytes(b"keys:\n  hts.queue_depth: [4]\n# \xe9\xff\n")
     (folder / "dir").mkdir()
     os.mkfifo(folder / "fifo")
     (folder / "zero").symlink_to("/dev/zero")
@@ -78,7 +78,7 @@ INPUTS = [*VALID * 3, "bad_sweep.yaml", "garbage.s", "registers.s", "empty.s", "
 # New names; the inputs, often; a folder, a folder that does not exist, a FIFO, a device.
 OUTPUTS = ["out.json", "out.png", "out.v", "out.hex", "dir/out.txt", *VALID * 2, "dir", "nodir/out.json", "fifo",
            "zero"]
-TEXTS = ["hts.window=4,8", "hts.window=2..8", "nosuch.key=1", "hts.window=", "x", "", "\x00\x1b", "r" + "9" * 300,
+TEXTS = ["hts.queue_depth=4,8", "hts.queue_depth=2..8", "nosuch.key=1", "hts.queue_depth=", "x", "", "\x00\x1b", "r" + "9" * 300,
          "tcp://127.0.0.1:1", "tracker", "cdb", "vector_add", "bogus"]
 NUMBERS = ["1", "2", "3"] * 3 + ["0", "-1", "x", "1.5", "9" * 30, "1,2", ""]
 

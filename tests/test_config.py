@@ -34,7 +34,7 @@ def test_default_is_the_default(default_config):
 
 def test_tiny_has_one_entry_everywhere(tiny_config):
     h = tiny_config.hts
-    assert (h.rs_entries, h.tracker_entries, h.tlb_entries, h.window, h.queue_depth) == (1, 1, 1, 1, 1)
+    assert (h.tracker_entries, h.tlb_entries, h.queue_depth) == (1, 1, 1)
     assert {acc.count for acc in tiny_config.accelerators} == {1}
 
 
@@ -42,12 +42,10 @@ def test_inflight128_grows_only_what_holds_tasks_in_flight(default_config):
     config = load_config("inflight128")
     h, d = config.hts, default_config.hts
     changed = {name for name in vars(h) if getattr(h, name) != getattr(d, name)}
-    assert changed == {"tracker_entries", "tracker_lanes", "window", "tlb_entries", "tm_blocks"}
+    assert changed == {"tracker_entries", "tracker_lanes", "tlb_entries", "tm_blocks"}
     assert h.tracker_entries == h.tlb_entries == 128 and h.tm_blocks // h.tlb_entries == 16
     # Its searches take four cycles, against the default's two.
     assert (h.tracker_rows, d.tracker_rows) == (4, 2)
-    # Even a program of one class fills the tracker before the window, its station and its instances.
-    assert h.window + h.rs_entries + min(acc.count for acc in config.accelerators) >= h.tracker_entries
     assert config.accelerators == default_config.accelerators and config.memory == default_config.memory
 
 
@@ -78,7 +76,7 @@ def test_widths_are_derived_from_sizes(default_config, tiny_config):
 
 BAD_CONFIGS = [
     # (yaml, key path in the message, line, message fragment)
-    (MINIMAL + "hts: {window: 0}\n", "hts.window", 3, "must be >= 1, got 0"),
+    (MINIMAL + "hts: {queue_depth: 0}\n", "hts.queue_depth", 3, "must be >= 1, got 0"),
     (MINIMAL + "hts:\n  windw: 4\n", "hts.windw", 4, "unknown key"),
     (MINIMAL + "hts:\n  speculation: 1\n", "hts.speculation", 4, "must be true or false"),
     (MINIMAL + "hts:\n  gprs: many\n", "hts.gprs", 4, "must be an integer"),
@@ -87,7 +85,7 @@ BAD_CONFIGS = [
     (MINIMAL + "hts: {processes: 17}\n", "hts.processes", 3, "must be <= 16"),
     (MINIMAL + "timing: {interrupt_latency: -1}\n", "timing.interrupt_latency", 3, ">= 0"),
     (MINIMAL + "memroy: {}\n", "memroy", 3, "unknown key"),
-    ("hts: {window: 4}\n", "accelerators", 1, "missing"),
+    ("hts: {queue_depth: 4}\n", "accelerators", 1, "missing"),
     ("accelerators: []\n", "accelerators", 1, "non-empty list"),
     ("accelerators:\n  - {name: fft, count: 2}\n", "accelerators[0]", 2, "missing required key 'latency'"),
     ("accelerators:\n  - {name: fft, latency: 0}\n", "accelerators[0].latency", 2, ">= 1"),
@@ -100,7 +98,7 @@ BAD_CONFIGS = [
     (f"accelerators:\n  - {{name: a, latency: 1, id: {FIRST_RESERVED_ACCEL_ID}}}\n", "accelerators[0].id", 2,
      f"must be <= {FIRST_RESERVED_ACCEL_ID - 1}"),
     ("accelerators:\n  - {name: a, latency: 1, colour: red}\n", "accelerators[0].colour", 2, "unknown key"),
-    (MINIMAL + "hts: {window: 4}\nhts: {window: 5}\n", "hts", 4, "given twice"),
+    (MINIMAL + "hts: {queue_depth: 4}\nhts: {queue_depth: 5}\n", "hts", 4, "given twice"),
     ("- just\n- a list\n", "", 1, "must be a mapping"),
     (MINIMAL + "windows:\n  - {base: 0, blocks: 8}\n  - {base: 8, blocks: 8}\n", "windows", 4,
      "one window {base, blocks} per process (hts.processes = 1)"),
@@ -140,7 +138,7 @@ def test_bad_config_names_key_and_line(tmp_path, text, key, line, fragment):
 
 def test_invalid_yaml_names_line(tmp_path):
     path = tmp_path / "broken.yaml"
-    path.write_text(MINIMAL + "hts: {window: [1, 2\n")
+    path.write_text(MINIMAL + "hts: {queue_depth: [1, 2\n")
     with pytest.raises(ConfigError, match="not valid YAML") as info:
         load_config(path)
     assert info.value.location.line is not None
@@ -153,7 +151,7 @@ def test_missing_file_is_a_config_error(tmp_path):
 
 def test_config_is_frozen(default_config):
     with pytest.raises(AttributeError):
-        default_config.hts.window = 3
+        default_config.hts.queue_depth = 3
 
 
 @pytest.mark.parametrize("text,line", [
@@ -199,13 +197,13 @@ def test_with_value_sets_accelerator_fields_for_every_class_or_one():
 
 def test_with_values_sets_several_keys_and_validates_them_together():
     tiny = load_config("tiny")
-    both = with_values(tiny, {"hts.window": 4, "accelerators.fft_256.latency": 7, "memory.blocks": 100})
-    assert (both.hts.window, both.memory.blocks) == (4, 100)
+    both = with_values(tiny, {"hts.queue_depth": 4, "accelerators.fft_256.latency": 7, "memory.blocks": 100})
+    assert (both.hts.queue_depth, both.memory.blocks) == (4, 100)
     assert [acc.latency for acc in both.accelerators if acc.name == "fft_256"] == [7]
-    assert both.source == "<preset tiny> with hts.window=4, accelerators.fft_256.latency=7, memory.blocks=100"
+    assert both.source == "<preset tiny> with hts.queue_depth=4, accelerators.fft_256.latency=7, memory.blocks=100"
     assert with_values(tiny, {}) == tiny
-    with pytest.raises(ConfigError, match="hts.window: must be >= 1"):
-        with_values(tiny, {"hts.window": 0, "memory.blocks": 100})
+    with pytest.raises(ConfigError, match="hts.queue_depth: must be >= 1"):
+        with_values(tiny, {"hts.queue_depth": 0, "memory.blocks": 100})
 
 
 # ---- issue 49: bounded reads, one loader, clear errors -------------------------------------
@@ -214,8 +212,8 @@ def test_a_configuration_nested_5000_deep_is_an_error_at_its_line(tmp_path):
     """Issue 49: ``hts run PROG -c deep.yaml`` and ``hts config -c deep.yaml`` were
     RecursionError tracebacks."""
     path = tmp_path / "deep.yaml"
-    path.write_text("hts:\n  window: " + "[" * 5000 + "]" * 5000 + "\n")
-    with pytest.raises(ConfigError, match=r"deep\.yaml:2:41: not valid YAML: nested deeper than 32 levels"):
+    path.write_text("hts:\n  queue_depth: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError, match=r"deep\.yaml:2:46: not valid YAML: nested deeper than 32 levels"):
         load_config(path)
 
 
@@ -253,8 +251,8 @@ def test_a_configuration_past_its_size_limit_is_refused(tmp_path):
 ])
 def test_values_are_refused_briefly_and_printably(value, fragment):
     with pytest.raises(ConfigError) as info:
-        parse_config(MINIMAL + f"hts: {{window: {value}}}\n", "v.yaml")
-    assert str(info.value).startswith("v.yaml:3:15: ") and fragment in str(info.value)
+        parse_config(MINIMAL + f"hts: {{queue_depth: {value}}}\n", "v.yaml")
+    assert str(info.value).startswith("v.yaml:3:20: ") and fragment in str(info.value)
     assert len(str(info.value)) < 200 and str(info.value).isprintable()
 
 

@@ -87,13 +87,13 @@ def _retargets_of_running(events: list[dict], accel: str) -> int:
 
 # The RTL vector-add core (hts.hdl.hls) in the three vector_add shells of the fuzz system
 # made for it: random LEN, SCALE, regions and initial memory, squashes that abort it, and
-# two seeds (from 200 to 400, four do) that retarget it while it runs, against the
+# two seeds (the first two from 20) that retarget it while it runs, against the
 # model timing it exactly (VectorAddCoreLatency) and the sequential executor's memory.
 # A build of its own: 2 min 45 s with the runs on two (shared) cores; about 20 s once built.
 def test_the_rtl_vector_add_core_stands_in_for_its_class():
     rtl = ("vector_add",)
     job = fuzz_job("vector_add", 0, 20, rtl_classes=rtl)
-    retargeting = tuple(fuzz_case(job.config, "vector_add", seed, rtl_classes=rtl) for seed in (242, 396))
+    retargeting = tuple(fuzz_case(job.config, "vector_add", seed, rtl_classes=rtl) for seed in (50, 58))
     outcomes = cosimulate(dataclasses.replace(job, runs=job.runs + retargeting, keep_trace=True))
     assert not _failures(outcomes), _failures(outcomes)
     verilog = (build(job.config, rtl_classes=rtl) / f"{TOPLEVEL}.v").read_text()

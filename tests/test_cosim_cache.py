@@ -276,7 +276,7 @@ def test_hts_explore_checks_its_cache_before_any_work(tmp_path, monkeypatch):
     not_a_folder.write_text("")
     monkeypatch.setenv("HTS_EXPLORE_CACHE", str(not_a_folder))
     monkeypatch.setattr(explore_flow, "fan_out", lambda *args: pytest.fail("work started"))
-    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.window": (4,)},
+    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.queue_depth": (4,)},
                                                                              {"p": Path(PROGRAM).read_text()}), False)
     with pytest.raises(HTSError, match=f"^HTS_EXPLORE_CACHE={not_a_folder}: not a folder"):
         explore_flow.explore(points, workers=0, progress=_quiet)
@@ -289,7 +289,7 @@ def test_hts_explore_checks_its_cache_before_any_work(tmp_path, monkeypatch):
 def test_a_damaged_explore_cache_entry_is_run_again(tmp_path, monkeypatch):
     from hts.flows import explore as explore_flow
     monkeypatch.setenv("HTS_EXPLORE_CACHE", str(tmp_path))
-    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.window": (4,)},
+    points = explore_flow.points(load_config("tiny"), explore_flow.SweepSpec({"hts.queue_depth": (4,)},
                                                                              {"p": Path(PROGRAM).read_text()}), False)
     first = explore_flow.explore(points, workers=0, progress=_quiet)
     [entry] = tmp_path.glob("*.json")

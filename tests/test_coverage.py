@@ -32,15 +32,14 @@ SYSTEM = SystemConfig(
     memory=MemoryConfig(block_words=8, blocks=64),
     accelerators=(AcceleratorClass(name="vector_max", latency=40, count=1, id=0, function=None),
                   AcceleratorClass(name="vector_add", latency=1, count=2, id=1, function=None)),
-    hts=SchedulerConfig(queue_depth=2, window=4, rs_entries=2, tracker_entries=8, tlb_entries=2, tm_blocks=4,
+    hts=SchedulerConfig(queue_depth=2, tracker_entries=8, tlb_entries=2, tm_blocks=4,
                         gprs=8, loop_depth=2, dispatch_width=2, cdb_width=1, processes=2, speculation=True,
                         spec_ids=2, copyback_words_per_cycle=4),
     # A memory branch resolves 20 cycles after its read starts (19, then the registered
     # compare): the squash scenarios are timed so that tasks stand in every stage then.
     timing=TimingConfig(interrupt_latency=0, l2_latency=0, memory_latency=19), source="<coverage test>")
 # One entry in every structure.
-TINY = with_values(SYSTEM, {"hts.window": 1, "hts.rs_entries": 1, "hts.tracker_entries": 1, "hts.tlb_entries": 1,
-                            "hts.spec_ids": 1})
+TINY = with_values(SYSTEM, {"hts.tracker_entries": 1, "hts.tlb_entries": 1, "hts.spec_ids": 1})
 # One comparator lane: a tracker search takes eight cycles, one tag a cycle.
 ROWS = with_values(SYSTEM, {"hts.tracker_lanes": 1})
 # Successor lists of two slots: one waiter fills a list as far as decode allows.
@@ -57,6 +56,8 @@ SCENARIOS = {
     # broadcast before the search's eighth row.
     "rows_dependent": (ROWS, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 10 1 11 1 1 0 0 0\n"]),
     "independent": (SYSTEM, ["vector_add 0 1 10 1 0 0 0 0\nvector_add 2 1 11 1 1 0 0 0\n"]),
+    # Twelve ready tasks of the one-instance class: its ready list runs past its ring's end.
+    "one_class_stream": (SYSTEM, ["".join(f"vector_max 0 1 {0x10 + n:x} 1 {n:x} 0 0 0\n" for n in range(12))]),
     # The second reader of block 10 waits for a list slot until the slow producer is walked.
     "fan_out": (FANOUT, ["vector_max 0 1 10 1 0 0 0 0\nvector_add 10 1 11 1 1 0 0 0\n"
                          "vector_add 10 1 12 1 2 0 0 0\n"]),
@@ -107,7 +108,7 @@ SCENARIOS = {
         sbr_not:
         """]),
     # A mispredicted branch over long-running tasks and a stream of fast ones: at the
-    # squash, tasks stand in the enqueue stage, the window, a station and on an instance.
+    # squash, tasks stand in the enqueue stage, queued (ready or not) and on an instance.
     "squash_everywhere": (SYSTEM, [NEGATIVE + """
         if 20 r5 past 0 0 0 e
         vector_max 1 1 31 0 0 0 0 0
@@ -119,6 +120,15 @@ SCENARIOS = {
         vector_max 6 1 0 0 4 0 0 0
         lend 0 r6 0 0 0 0 0
         past:
+        """]),
+    # Six ready tasks (writing nothing: no TLB entry) squashed behind a running one of their
+    # one-instance class: the list drops their dead entries one a cycle.
+    "dead_heads_alone": (SYSTEM, [NEGATIVE + """
+        vector_max 0 1 30 1 0 0 0 0
+        if 20 r5 past 0 0 0 e
+        """ + "".join(f"vector_max {n:x} 1 0 0 {n:x} 0 0 0\n" for n in range(1, 7)) + """
+        past:
+        vector_max 7 1 37 1 7 0 0 0
         """]),
     # A mispredicted branch with nothing behind it: a squash that removes no task.
     "empty_squash": (SYSTEM, [NEGATIVE + "if 20 r5 past 0 0 0 e\npast:\n"]),
@@ -139,7 +149,7 @@ SCENARIOS = {
         past:
         """]),
     "loop": (SYSTEM, ["lbeg 2 r6 0 0 0 0 0\nvector_add 2 1 0 0 0 0 0 0\nlend 0 r6 0 0 0 0 0\n"]),
-    # One entry everywhere: a dependent pair fills window, station and tracker; two
+    # One entry everywhere: a dependent pair fills the tracker; two
     # speculative outputs want more than the one TLB entry.
     "tiny": (TINY, [NEGATIVE + """
         vector_max 0 1 10 1 0 0 0 0
@@ -184,13 +194,12 @@ def coverage_of(scenario: str) -> Coverage:
 
 _BRANCHES = {name: ("branches", "independent") for name in BIN_NAMES if name.startswith("branch.")}
 _SQUASHES = {f"squash.{stage}": ("squash_everywhere", "empty_squash")
-             for stage in ("enqueue", "window", "station", "running", "all_stages")}
+             for stage in ("enqueue", "queued", "running", "all_stages")}
 
 # bin -> (scenario that hits it, scenario that must not)
 DIRECTED = {
     "event.decode": ("independent", "registers_only"),
     "event.enqueue": ("independent", "registers_only"),
-    "event.issue": ("independent", "registers_only"),
     "event.dispatch": ("independent", "registers_only"),
     "event.complete": ("independent", "registers_only"),
     "event.branch": ("branches", "independent"),
@@ -203,9 +212,7 @@ DIRECTED = {
     **_BRANCHES,
     **_SQUASHES,
     "run.processes_interleave": ("two_processes", "independent"),
-    "full.window": ("tiny", "independent"),
     "full.tracker": ("tiny", "independent"),
-    "full.station": ("tiny", "independent"),
     "full.tlb": ("tiny", "independent"),
     "stall.fetch": ("independent", None),              # every run starts with empty queues
     "stall.scan": ("rows_dependent", "independent"),
@@ -214,10 +221,12 @@ DIRECTED = {
     "search.branch": ("rows_branches", "branches"),
     "stall.operands": ("base_just_written", "independent"),
     "stall.branch": ("branches", "independent"),
-    "stall.window_full": ("tiny", "independent"),
     "stall.tracker_full": ("tiny", "independent"),
     "stall.successors_full": ("fan_out", "independent"),
     "wakeup.queued": ("squashed_producers", "independent"),
+    "lists.dead_head": ("dead_heads_alone", "empty_squash"),
+    "lists.wrap": ("one_class_stream", "independent"),
+    "lists.two_joins": ("fan_out", "independent"),
     "wakeup.squashed_waiter": ("squashed_producers", "independent"),
     "stall.tlb_full": ("tiny", "independent"),
     "stall.tlb_conflict": ("tlb", "independent"),
@@ -248,17 +257,16 @@ def test_a_loop_outside_speculation_is_not_a_speculated_loop():
 
 # ---- the collectors on hand-made input --------------------------------------------------
 
-def _view(cycle, stalls=MappingProxyType({}), window=0, copying=False, decoded=None):
-    start = Occupancy(window=window, window_capacity=4, tracker=0, tracker_capacity=8, stations=(0, 0),
-                      station_capacity=2, tlb=0, tlb_capacity=2, tm_used=0, tm_capacity=4)
+def _view(cycle, stalls=MappingProxyType({}), tracker=0, copying=False, decoded=None):
+    start = Occupancy(tracker=tracker, tracker_capacity=8, tlb=0, tlb_capacity=2, tm_used=0, tm_capacity=4)
     return CycleView(cycle, start, copying, stalls, decoded)
 
 
 def test_a_condition_counts_once_per_episode_whatever_the_cycles_observed():
     state = StateCoverage()
-    for cycle, window in enumerate([4, 4, 4, 1, 4]):
-        state.observe(_view(cycle, window=window))
-    assert state.coverage.hits["full.window"] == 2
+    for cycle, tracker in enumerate([8, 8, 8, 1, 8]):
+        state.observe(_view(cycle, tracker=tracker))
+    assert state.coverage.hits["full.tracker"] == 2
 
 
 def test_stalls_count_per_process_and_copy_back_only_behind_a_tlb_stall():
@@ -281,18 +289,18 @@ def test_a_speculated_loop_needs_its_body_to_run():
 
 
 def test_a_squash_finds_each_task_where_the_earlier_cycles_left_it():
-    """Tag 1 in the enqueue stage, 2 in the window, 3 in a station, 4 running: all four."""
+    """Tag 1 in the enqueue stage, 2 and 3 queued, 4 running: all three."""
     events = [{"cycle": 1, "event": "decode", "pid": 0, "tag": 4}, {"cycle": 2, "event": "enqueue", "pid": 0, "tag": 4},
-              {"cycle": 3, "event": "issue", "pid": 0, "tag": 4}, {"cycle": 3, "event": "decode", "pid": 0, "tag": 3},
+              {"cycle": 3, "event": "decode", "pid": 0, "tag": 3},
               {"cycle": 4, "event": "dispatch", "pid": 0, "tag": 4}, {"cycle": 4, "event": "enqueue", "pid": 0, "tag": 3},
-              {"cycle": 4, "event": "decode", "pid": 0, "tag": 2}, {"cycle": 5, "event": "issue", "pid": 0, "tag": 3},
+              {"cycle": 4, "event": "decode", "pid": 0, "tag": 2},
               {"cycle": 5, "event": "enqueue", "pid": 0, "tag": 2}, {"cycle": 5, "event": "decode", "pid": 0, "tag": 1},
-              # the squash is listed after this cycle's issue: the order inside a cycle does not matter
-              {"cycle": 6, "event": "issue", "pid": 0, "tag": 9},
+              # the squash is listed after this cycle's dispatch: the order inside a cycle does not matter
+              {"cycle": 6, "event": "dispatch", "pid": 0, "tag": 9},
               {"cycle": 6, "event": "squash", "pid": 0, "pc": 0, "spec_id": 0, "tags": [1, 2, 3]},
               {"cycle": 6, "event": "abort", "pid": 0, "tag": 4}]
     coverage = trace_coverage(events)
-    assert all(coverage.hits[f"squash.{stage}"] == 1 for stage in ("enqueue", "window", "station", "running"))
+    assert all(coverage.hits[f"squash.{stage}"] == 1 for stage in ("enqueue", "queued", "running"))
     assert coverage.hits["squash.all_stages"] == 1
     assert coverage.hits["run.processes_interleave"] == 0
 

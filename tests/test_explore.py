@@ -16,7 +16,7 @@ from hts.flows.explore import SweepSpec, cheapest_within, explore, parse_key, po
 distributed = pytest.importorskip("dask.distributed")
 
 PROGRAM = Path(benchmarks.__file__).parent / "audio_compression.s"
-KEYS = {"hts.window": (1, 2), "hts.tracker_entries": (2, 4)}
+KEYS = {"hts.queue_depth": (1, 2), "hts.tracker_entries": (2, 4)}
 
 
 @pytest.fixture(scope="module")
@@ -69,21 +69,21 @@ def test_cheapest_within_picks_the_smallest_point_near_the_best(cluster):
 
 
 def test_key_syntax():
-    assert parse_key("hts.window=4,8,16") == ("hts.window", (4, 8, 16))
-    assert parse_key("hts.window=4..32") == ("hts.window", (4, 8, 16, 32))
-    for bad in ("window=4", "hts.window", "hts.window=a,b", "hts.window=8..4"):
+    assert parse_key("hts.queue_depth=4,8,16") == ("hts.queue_depth", (4, 8, 16))
+    assert parse_key("hts.queue_depth=4..32") == ("hts.queue_depth", (4, 8, 16, 32))
+    for bad in ("queue_depth=4", "hts.queue_depth", "hts.queue_depth=a,b", "hts.queue_depth=8..4"):
         with pytest.raises(HTSError):
             parse_key(bad)
 
 
 def test_cli_writes_table_csv_json_and_plot(tmp_path, cluster):
     out = {name: tmp_path / name for name in ("e.csv", "e.json", "e.png")}
-    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.window=1,2",
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.queue_depth=1,2",
                              PROGRAM, "--scheduler", cluster, "--csv", out["e.csv"], "--json", out["e.json"],
                              "--plot", out["e.png"]], capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr
     assert "reused 0 of 2 points" in result.stdout and "cheapest within 5% of the best cycles" in result.stdout
-    assert out["e.csv"].read_text().splitlines()[0].startswith("point,hts.window,program,cycles")
+    assert out["e.csv"].read_text().splitlines()[0].startswith("point,hts.queue_depth,program,cycles")
     assert len(json.loads(out["e.json"].read_text())["rows"]) == 2
     assert out["e.png"].read_bytes()[:4] == b"\x89PNG"
 
@@ -94,16 +94,16 @@ def test_synthesis_runs_once_per_configuration_and_joins_every_program_row(monke
     synthesized = []
 
     def synthesize(config, block, progress):
-        synthesized.append(config.hts.window)
-        return {"lut_sites": 1000 * config.hts.window, "ffs": 1, "brams": 0, "fmax_mhz": 50.0, "luts": 7}
+        synthesized.append(config.hts.queue_depth)
+        return {"lut_sites": 1000 * config.hts.queue_depth, "ffs": 1, "brams": 0, "fmax_mhz": 50.0, "luts": 7}
 
     monkeypatch.setattr(hts.flows.synth, "synthesize", synthesize)
-    spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text(), "again": PROGRAM.read_text()})
+    spec = SweepSpec({"hts.queue_depth": (1, 2)}, {"audio": PROGRAM.read_text(), "again": PROGRAM.read_text()})
     result = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
     assert sorted(synthesized) == [1, 2] and result.jobs == 6 and result.reused == 0
     for outcome in result.outcomes:
         row = outcome.row
-        assert row["lut_sites"] == 1000 * outcome.point.config.hts.window and "luts" not in row
+        assert row["lut_sites"] == 1000 * outcome.point.config.hts.queue_depth and "luts" not in row
         assert row["wall_us"] == round(row["cycles"] / 50.0, 2)
     again = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None)
     assert len(synthesized) == 2 and again.reused == 4 and again.jobs_reused == 6
@@ -114,13 +114,13 @@ def test_synthesis_runs_once_per_configuration_and_joins_every_program_row(monke
 def test_synthesized_points_equal_hts_synth(tmp_path, cluster):
     """Acceptance 1 of issue 18 on a tiny-sized point: the row's cost is `hts synth --json`'s."""
     out = tmp_path / "e.json"
-    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.window=2", PROGRAM,
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", "-c", "tiny", "--key", "hts.queue_depth=2", PROGRAM,
                              "--synth", "--scheduler", cluster, "--json", out], capture_output=True, text=True,
                             timeout=3600)
     assert result.returncode == 0, result.stderr
     [row] = json.loads(out.read_text())["rows"]
     point_file = tmp_path / "point.yaml"
-    point_file.write_text(config_yaml(with_value(load_config("tiny"), "hts.window", 2)))
+    point_file.write_text(config_yaml(with_value(load_config("tiny"), "hts.queue_depth", 2)))
     alone = subprocess.run([sys.executable, "-m", "hts", "synth", "-c", point_file, "--json"], capture_output=True,
                            text=True, timeout=3600)
     assert alone.returncode == 0, alone.stderr
@@ -150,14 +150,14 @@ def test_a_configuration_that_does_not_elaborate_fails_its_points_only(monkeypat
     real = hts.flows.synth.design_digest
 
     def design_digest(config, block):
-        if config.hts.window == 2:
+        if config.hts.queue_depth == 2:
             raise HTSError("no RTL for this one")
         return real(config, block)
 
     monkeypatch.setattr(hts.flows.synth, "design_digest", design_digest)
     monkeypatch.setattr(hts.flows.synth, "synthesize", lambda config, block, progress:
                         {"lut_sites": 1, "ffs": 1, "brams": 0, "fmax_mhz": 10.0})
-    spec = SweepSpec({"hts.window": (1, 2)}, {"audio": PROGRAM.read_text()})
+    spec = SweepSpec({"hts.queue_depth": (1, 2)}, {"audio": PROGRAM.read_text()})
     good, bad = explore(points(load_config("tiny"), spec, synth=True), workers=0, progress=lambda line: None).outcomes
     assert good.row["lut_sites"] == 1 and good.error is None
     assert bad.row is None and bad.error == "HTSError: no RTL for this one"
@@ -176,7 +176,7 @@ def test_random_programs_are_seeded_named_and_run_as_points(tmp_path):
     assert sorted((row["program"], row["hts.tlb_entries"]) for row in rows) == \
         [("random/0", 2), ("random/0", 16), ("random/1", 2), ("random/1", 16)]
     assert all(row["cycles"] > 0 for row in rows)
-    refused = subprocess.run([sys.executable, "-m", "hts", "explore", "--key", "hts.window=1", "--random", "10001"],
+    refused = subprocess.run([sys.executable, "-m", "hts", "explore", "--key", "hts.queue_depth=1", "--random", "10001"],
                              capture_output=True, text=True, timeout=300)
     assert refused.returncode != 0 and "--random: must be <= 10000" in refused.stderr
 
@@ -195,23 +195,23 @@ def _explore(*argv):
 
 
 @pytest.mark.parametrize("text,expected", [
-    ("keys:\n  hts.window: [4, 8]\nprograms: 5\n", "s.yaml:3:11: programs: expected a list of program files"),
-    ("keys:\n  hts.window: [4, 8]\nprograms: [5]\n", "s.yaml:3:12: programs: expected a list of program files"),
-    ("keys:\n  hts.window: [4, 8]\nprograms: [ok.s, {a: 1}]\n", "s.yaml:3:18: programs: expected a list"),
-    ("keys:\n  hts.window: 4\n", "s.yaml:2:15: keys.hts.window: expected a non-empty list of values"),
+    ("keys:\n  hts.queue_depth: [4, 8]\nprograms: 5\n", "s.yaml:3:11: programs: expected a list of program files"),
+    ("keys:\n  hts.queue_depth: [4, 8]\nprograms: [5]\n", "s.yaml:3:12: programs: expected a list of program files"),
+    ("keys:\n  hts.queue_depth: [4, 8]\nprograms: [ok.s, {a: 1}]\n", "s.yaml:3:18: programs: expected a list"),
+    ("keys:\n  hts.queue_depth: 4\n", "s.yaml:2:20: keys.hts.queue_depth: expected a non-empty list of values"),
     ("keys: [1]\n", "s.yaml:1:7: a sweep file needs a 'keys' mapping"),
     ("- 1\n", "s.yaml:1:1: a sweep file needs a 'keys' mapping"),
     ("keys:\n  7: [1]\n", "s.yaml:2:6: keys: 7: expected section.name"),
-    ("keys: {hts.window: [1]}\nprogams: [ok.s]\n", "s.yaml:2:10: progams: unknown key (known: keys, programs)"),
-    ("keys: {hts.window: [1]}\nprograms: [absent.s]\n", "s.yaml:2:12: programs[0]: absent.s: cannot read: no such"),
+    ("keys: {hts.queue_depth: [1]}\nprogams: [ok.s]\n", "s.yaml:2:10: progams: unknown key (known: keys, programs)"),
+    ("keys: {hts.queue_depth: [1]}\nprograms: [absent.s]\n", "s.yaml:2:12: programs[0]: absent.s: cannot read: no such"),
     # A value the configuration refuses: at its line in the sweep file, not in an internal dump.
-    ("keys:\n  hts.window: [4, 8]\n  hts.rs_entries: [2,\n    0]\nprograms: [ok.s]\n",
-     "s.yaml:4:5: hts.rs_entries: must be >= 1, got 0 (at hts.window=4, hts.rs_entries=0)"),
+    ("keys:\n  hts.queue_depth: [4, 8]\n  hts.gprs: [2,\n    0]\nprograms: [ok.s]\n",
+     "s.yaml:4:5: hts.gprs: must be >= 1, got 0 (at hts.queue_depth=4, hts.gprs=0)"),
     ("keys:\n  accelerators.count: [1, 99]\nprograms: [ok.s]\n", "s.yaml:2:27: accelerators[0].count: must be <= 64"),
     ("keys:\n  hts.bogus: [1]\nprograms: [ok.s]\n", "s.yaml:2:15: hts.bogus: unknown key"),
-    ("keys:\n  hts.window: [[1]]\nprograms: [ok.s]\n", "s.yaml:2:16: hts.window: must be an integer, got [1]"),
-    ("keys: {hts.window: [1]}  # caf\xe9\nprograms: [ok.s]\n", "s.yaml:1:31: not UTF-8 text"),
-    ("keys: {hts.window: [1]}\nprograms: [latin1.s]\n", "latin1.s:1:30: not UTF-8 text"),
+    ("keys:\n  hts.queue_depth: [[1]]\nprograms: [ok.s]\n", "s.yaml:2:21: hts.queue_depth: must be an integer, got [1]"),
+    ("keys: {hts.queue_depth: [1]}  # caf\xe9\nprograms: [ok.s]\n", "s.yaml:1:36: not UTF-8 text"),
+    ("keys: {hts.queue_depth: [1]}\nprograms: [latin1.s]\n", "latin1.s:1:30: not UTF-8 text"),
 ])
 def test_sweep_file_errors_name_its_line(tmp_path, monkeypatch, text, expected):
     """Issue 49: ``programs: 5`` and non-UTF-8 files were tracebacks, and a refused value
@@ -225,11 +225,11 @@ def test_sweep_file_errors_name_its_line(tmp_path, monkeypatch, text, expected):
 
 
 @pytest.mark.parametrize("argv,expected", [
-    (["latin1.s", "--key", "hts.window=1"], "latin1.s:1:30: not UTF-8 text"),
-    (["ok.s", "--key", "hts.rs_entries=1,0"], "--key hts.rs_entries=1,0: hts.rs_entries: must be >= 1, got 0"),
+    (["latin1.s", "--key", "hts.queue_depth=1"], "latin1.s:1:30: not UTF-8 text"),
+    (["ok.s", "--key", "hts.gprs=1,0"], "--key hts.gprs=1,0: hts.gprs: must be >= 1, got 0"),
     (["ok.s", "--key", "hts.win\x1bdow=1"], "--key hts.win\\x1bdow=1: hts.win\\x1bdow: unknown key"),
-    (["ok.s", "--key", "hts.window=1..1e30"], "--key hts.window=1..1e30: lo..hi needs integers"),
-    (["ok.s", "--key", "hts.window=1..1" + "0" * 5000], "--key hts.window=1..100000000000000000000000000000000"),
+    (["ok.s", "--key", "hts.queue_depth=1..1e30"], "--key hts.queue_depth=1..1e30: lo..hi needs integers"),
+    (["ok.s", "--key", "hts.queue_depth=1..1" + "0" * 5000], "--key hts.queue_depth=1..100000000000000000000000000000000"),
 ])
 def test_command_line_errors_name_the_option(tmp_path, monkeypatch, argv, expected):
     monkeypatch.chdir(tmp_path)
@@ -243,7 +243,7 @@ def test_an_alias_bomb_in_a_sweep_file_is_refused_quickly(tmp_path):
     import time
     from test_files import ALIAS_BOMB
     path = tmp_path / "bomb.yaml"
-    path.write_text("keys: {hts.window: [1]}\n" + ALIAS_BOMB)
+    path.write_text("keys: {hts.queue_depth: [1]}\n" + ALIAS_BOMB)
     start = time.perf_counter()
     status, stderr = _explore("--sweep", path)
     assert status == 1 and time.perf_counter() - start < 1
@@ -254,7 +254,7 @@ def test_an_alias_bomb_in_a_sweep_file_is_refused_quickly(tmp_path):
 def test_a_sweep_file_past_its_size_limit_is_refused(tmp_path):
     from hts.base.files import SWEEP_BYTES
     path = tmp_path / "big.yaml"
-    path.write_text("keys: {hts.window: [1]}\n" + "#" * SWEEP_BYTES)
+    path.write_text("keys: {hts.queue_depth: [1]}\n" + "#" * SWEEP_BYTES)
     status, stderr = _explore("--sweep", path, "--random", "1")
     assert status == 1 and f"big.yaml: the sweep file is larger than {SWEEP_BYTES:,} bytes" in stderr
 
@@ -266,24 +266,24 @@ def test_the_points_are_counted_and_capped_before_any_is_built(monkeypatch):
     from hts.flows import explore as module
     monkeypatch.setattr(module, "random_programs", lambda *args: pytest.fail("programs made before the count"))
     monkeypatch.setattr(module, "with_values", lambda *args: pytest.fail("configurations made before the count"))
-    ranges = ["hts.window=1..256", "hts.rs_entries=1..256", "hts.tracker_entries=1..1024", "hts.tlb_entries=1..1024",
+    ranges = ["hts.loop_depth=1..64", "hts.gprs=1..256", "hts.tracker_entries=1..1024", "hts.tlb_entries=1..1024",
               "hts.queue_depth=1..1024", "hts.spec_ids=1..32"]
     start = time.perf_counter()
     status, stderr = _explore(*(arg for key in ranges for arg in ("--key", key)), "--random", "3")
     assert status == 1 and time.perf_counter() - start < 2
-    assert stderr == ("1,940,598 points (9 window x 9 rs_entries x 11 tracker_entries x 11 tlb_entries x 11 "
+    assert stderr == ("1,509,354 points (7 loop_depth x 9 gprs x 11 tracker_entries x 11 tlb_entries x 11 "
                       "queue_depth x 6 spec_ids x 3 programs) are more than the 10,000 allowed: sweep fewer "
                       "values, or raise the cap with --max-points N\n")
     with pytest.raises(HTSError, match="2 points .* are more than the 1 allowed"):
-        points(load_config("tiny"), SweepSpec({"hts.window": (1, 2)}, {"a": "", }), synth=False, max_points=1)
+        points(load_config("tiny"), SweepSpec({"hts.queue_depth": (1, 2)}, {"a": "", }), synth=False, max_points=1)
 
 
 def test_max_points_raises_the_cap(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     Path("ok.s").write_text(PROGRAM.read_text())
-    status, stderr = _explore("ok.s", "--key", "hts.window=1,2,4", "--max-points", "2", "-c", "tiny")
-    assert status == 1 and "3 points (3 window x 1 program) are more than the 2 allowed" in stderr
-    assert len(points(load_config("tiny"), SweepSpec({"hts.window": (1, 2, 4)}, {"ok": ""}), synth=False,
+    status, stderr = _explore("ok.s", "--key", "hts.queue_depth=1,2,4", "--max-points", "2", "-c", "tiny")
+    assert status == 1 and "3 points (3 queue_depth x 1 program) are more than the 2 allowed" in stderr
+    assert len(points(load_config("tiny"), SweepSpec({"hts.queue_depth": (1, 2, 4)}, {"ok": ""}), synth=False,
                       max_points=3)) == 3
 
 
@@ -292,7 +292,7 @@ def test_a_damaged_cache_entry_is_run_again(tmp_path, damage):
     """Issue 49, found beside it: a cache entry cut short or changed by hand was a
     JSONDecodeError or TypeError traceback on every later run."""
     program = (Path(__file__).resolve().parents[1] / "examples" / "paper_independent.s").read_text()
-    sweep = points(load_config("tiny"), SweepSpec({"hts.window": (1,)}, {"p": program}), synth=False)
+    sweep = points(load_config("tiny"), SweepSpec({"hts.queue_depth": (1,)}, {"p": program}), synth=False)
     first = explore(sweep, workers=0, progress=lambda line: None)
     (entry,) = (tmp_path / "cache").iterdir()
     entry.write_bytes(damage)

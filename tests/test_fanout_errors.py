@@ -28,7 +28,7 @@ def test_an_unreachable_scheduler_is_one_line_at_once(address, reason):
 
 def test_hts_explore_on_an_unreachable_scheduler_exits_1_with_one_line(tmp_path):
     started = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "hts", "explore", PROGRAM, "--key", "hts.window=4,8",
+    result = subprocess.run([sys.executable, "-m", "hts", "explore", PROGRAM, "--key", "hts.queue_depth=4,8",
                              "--scheduler", "tcp://127.0.0.1:1"], capture_output=True, text=True, timeout=300,
                             env={**os.environ, "HTS_EXPLORE_CACHE": str(tmp_path)})
     assert result.returncode == 1

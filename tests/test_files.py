@@ -205,9 +205,9 @@ def test_every_yaml_error_is_at_its_line(text, where, fragment):
 
 
 def test_the_place_of_every_key_is_kept():
-    document = load_yaml("keys:\n  hts.window: [4,\n    8]\nprograms: [a.s]\n", "s.yaml")
-    assert document.data == {"keys": {"hts.window": [4, 8]}, "programs": ["a.s"]}
-    assert document.where("keys.hts.window[1]") == Location("s.yaml", 3, 5)
+    document = load_yaml("keys:\n  hts.queue_depth: [4,\n    8]\nprograms: [a.s]\n", "s.yaml")
+    assert document.data == {"keys": {"hts.queue_depth": [4, 8]}, "programs": ["a.s"]}
+    assert document.where("keys.hts.queue_depth[1]") == Location("s.yaml", 3, 5)
     assert document.where("programs[0]") == Location("s.yaml", 4, 12)
     assert document.where("programs[7].x") == Location("s.yaml", 4, 11)     # the nearest enclosing key
     assert load_yaml("", "empty.yaml").data is None
@@ -245,14 +245,14 @@ def test_no_command_reads_a_pipe_or_a_device(tmp_path, monkeypatch):
         os.mkfifo(name)
     for name in ("zero.s", "zero.bin", "zero.yaml"):
         Path(name).symlink_to("/dev/zero")
-    Path("lists_pipe.yaml").write_text("keys: {hts.window: [1]}\nprograms: [pipe.s]\n")
-    Path("lists_zero.yaml").write_text("keys: {hts.window: [1]}\nprograms: [zero.s]\n")
+    Path("lists_pipe.yaml").write_text("keys: {hts.queue_depth: [1]}\nprograms: [pipe.s]\n")
+    Path("lists_zero.yaml").write_text("keys: {hts.queue_depth: [1]}\nprograms: [zero.s]\n")
     cases = {  # argv: the file named in the error
         ("run", "pipe.s"): "pipe.s", ("run", "zero.s"): "zero.s",                   # sources
         ("run", "pipe.hex"): "pipe.hex", ("disasm", "zero.bin"): "zero.bin",        # images
         ("config", "-c", "pipe.yaml"): "pipe.yaml", ("run", str(ok), "-c", "zero.yaml"): "zero.yaml",
-        ("explore", "pipe.s", "--key", "hts.window=1"): "pipe.s",                   # explore's programs
-        ("explore", "zero.s", "--key", "hts.window=1"): "zero.s",
+        ("explore", "pipe.s", "--key", "hts.queue_depth=1"): "pipe.s",                   # explore's programs
+        ("explore", "zero.s", "--key", "hts.queue_depth=1"): "zero.s",
         ("explore", "--sweep", "pipe.yaml"): "pipe.yaml", ("explore", "--sweep", "zero.yaml"): "zero.yaml",
         ("explore", "--sweep", "lists_pipe.yaml"): "lists_pipe.yaml:2:12: programs[0]: pipe.s",   # at its line
         ("explore", "--sweep", "lists_zero.yaml"): "lists_zero.yaml:2:12: programs[0]: zero.s",

@@ -88,22 +88,22 @@ def test_a_distributed_ram_read_is_a_level_and_its_write_pins_are_endpoints():
 def test_endpoints_are_charged_to_the_innermost_block_numbered_instances_together():
     result = levels_of({
         "block": cell("$scopeinfo"),
-        "block.station3": cell("$scopeinfo"),
-        "block.station12": cell("$scopeinfo"),
+        "block.shell3": cell("$scopeinfo"),
+        "block.shell12": cell("$scopeinfo"),
         "block.decode.gpr0": cell("$scopeinfo"),
         "block.decode": cell("$scopeinfo"),
-        "block.station3.valid": ff(2, 10),
-        "block.station12.valid": ff(2, 11),
+        "block.shell3.busy": ff(2, 10),
+        "block.shell12.busy": ff(2, 11),
         "block.decode.gpr0.values": ff(2, 12),
         "block.queued": ff(2, 13),
         "port_register": ff(2, 14),
     }, block="hts")
-    assert result["by_block"] == {"decode": {0: 1}, "hts": {0: 1}, "ports": {0: 1}, "station": {0: 2}}
+    assert result["by_block"] == {"decode": {0: 1}, "hts": {0: 1}, "ports": {0: 1}, "shell": {0: 2}}
 
 
 def test_the_plot_stacks_every_block_and_is_a_png(tmp_path):
     path = tmp_path / "levels.png"
-    plot_logic_levels({"station": {0: 3, 2: 5}, "decode": {1: 2, 13: 1}}, path, "levels")
+    plot_logic_levels({"shell": {0: 3, 2: 5}, "decode": {1: 2, 13: 1}}, path, "levels")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

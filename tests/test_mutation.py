@@ -43,11 +43,10 @@ KILLERS = {
     "pending_count_underflows": "hdl/test_rtl_wakeup.py::test_wakeup_matches_the_model[0-default]",
     "walk_stops_early": "hdl/test_rtl_wakeup.py::test_wakeup_matches_the_model[0-default]",
     "tag_reused_while_held": "hdl/test_rtl_memory_tracker.py::test_tracker_matches_model[0-one_row]",
-    "queue_wake_lost": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
-    "queue_squash_first_id_only": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
-    "window_issues_youngest": "hdl/test_rtl_window.py::test_window_matches_model[0-default]",
-    "station_offers_waiting": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
-    "station_offers_last_ready": "hdl/test_rtl_reservation_station.py::test_station_matches_model[0-default]",
+    "lists_woken_lost": "hdl/test_rtl_ready_lists.py::test_ready_lists_match_the_model[0-default]",
+    "lists_woken_first": "hdl/test_rtl_ready_lists.py::test_ready_lists_match_the_model[0-default]",
+    "lists_offer_dead": "hdl/test_rtl_ready_lists.py::test_ready_lists_match_the_model[0-default]",
+    "lists_release_listed": "hdl/test_rtl_ready_lists.py::test_ready_lists_match_the_model[0-default]",
     "dispatch_grants_highest_class": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
     "dispatch_ignores_busy": "hdl/test_rtl_dispatch.py::test_dispatch_matches_model[0-default]",
     "asr_highest_free": "hdl/test_rtl_asr.py::test_asr_matches_model[0-default]",
@@ -61,8 +60,6 @@ KILLERS = {
     "copyback_ignores_touches": "hdl/test_rtl_tlb.py::test_tlb_matches_model[0-default]",
     "tlb_oldest_hit": "hdl/test_rtl_tlb.py::test_tlb_matches_model[0-default]",
     "decode_indirect_ignored": "hdl/test_rtl_decode.py::test_decode_runs_programs_in_order[0]",
-    "window_room_off_by_one":
-        "hdl/test_rtl_hts.py::test_decode_waits_while_the_window_and_the_enqueue_stage_fill_it",
     "loop_count_off_by_one": "hdl/test_rtl_decode.py::test_decode_runs_programs_in_order[1]",
     "gpr_restore_lost": "hdl/test_rtl_gpr.py::test_gpr_bank_matches_model[0-default]",
     "gpr_write_over_checkpoint": "hdl/test_rtl_gpr.py::test_gpr_bank_matches_model[0-default]",
@@ -85,7 +82,7 @@ def test_every_mutant_has_one_hook_in_the_rtl_and_every_hook_is_catalogued():
 def test_the_catalogue_is_large_and_spans_the_blocks():
     assert len(CATALOGUE) >= 25
     blocks = {mutant.block for mutant in CATALOGUE.values()}
-    assert {"memory_tracker", "tlb", "window", "reservation_station", "dispatch", "asr", "cdb", "branch_unit",
+    assert {"memory_tracker", "tlb", "ready_lists", "dispatch", "asr", "cdb", "branch_unit",
             "decode", "enqueue", "gpr", "loop_stack", "accelerator", "hts"} <= blocks
 
 

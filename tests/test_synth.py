@@ -314,20 +314,21 @@ def test_a_synth_sweep_on_a_cluster_equals_hts_synth(tiny_config):
         assert {key: row[key] for key in alone} == alone
 
 
-def test_the_issue_and_dispatch_group_carries_a_task_from_the_window_to_its_shell(tiny_config):
-    """The group exports what its blocks leave open (the queues' shared inputs once), and a
-    task appended to its window goes through its station to the arbiter's delivery."""
-    group = synth.build(tiny_config, "issue_and_dispatch")
+def test_the_lists_and_dispatch_group_carries_a_ready_task_to_its_shell(tiny_config):
+    """The group exports what its blocks leave open, and a ready task appended to its lists
+    is offered and granted to its class's instance the cycle after."""
+    group = synth.build(tiny_config, "lists_and_dispatch")
     ports = group.signature.members
-    assert {"squash_next", "confirm", "woken", "window_append", "arbiter_deliver"} <= set(ports)
-    assert not {"arbiter_offer_task", "station0_take", "window_station_room", "window_squash_next"} & set(ports)
+    assert {"ready_lists_append", "ready_lists_queued", "arbiter_deliver"} <= set(ports)
+    assert not {"arbiter_offer_task", "ready_lists_take", "asr_occupy"} & set(ports)
     delivered = []
 
     async def bench(ctx):
-        ctx.set(group.window_append, 1)
-        ctx.set(group.window_append_task, {"tag": 0, "accel_class": 2, "ready": 1})
+        ctx.set(group.ready_lists_append, 1)
+        ctx.set(group.ready_lists_append_task, {"tag": 0, "accel_class": 2, "ready": 1})
         await ctx.tick()
-        ctx.set(group.window_append, 0)
+        ctx.set(group.ready_lists_append, 0)
+        ctx.set(group.ready_lists_queued, 1)
         for cycle in range(1, 5):
             shells = group.arbiter_deliver
             delivered.extend((cycle, flat, ctx.get(port.payload.tag)) for flat, port in enumerate(shells)
@@ -338,8 +339,8 @@ def test_the_issue_and_dispatch_group_carries_a_task_from_the_window_to_its_shel
     sim.add_clock(1e-8)
     sim.add_testbench(bench)
     sim.run()
-    # Window at cycle 1 → station at 2 → granted at 2, to class 2's only instance.
-    assert delivered == [(2, 2, 0)]
+    # Listed at the edge of cycle 0, granted in cycle 1 to class 2's only instance.
+    assert delivered == [(1, 2, 0)]
 
 
 # A stand-in for a YoWASP tool: started as synth starts Yosys (``module:function``, in the

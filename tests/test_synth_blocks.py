@@ -47,7 +47,7 @@ HAND_MADE_STAT = {
 def test_block_of_names_the_submodule_of_the_top_without_its_number():
     assert synth_blocks.block_of("hts") == "hts"
     assert synth_blocks.block_of("hts.tracker") == "tracker"
-    assert synth_blocks.block_of("hts.station12") == "station"
+    assert synth_blocks.block_of("hts.shell12") == "shell"
     assert synth_blocks.block_of("hts.shell3.core") == "shell"
     assert synth_blocks.block_of("hts.decode.gpr0") == "decode"
     assert synth_blocks.block_of("hts.copy_back.buffer") == "copy_back"
@@ -77,10 +77,10 @@ def test_the_blocks_add_up_to_the_total_of_the_design():
 
 def _expected_blocks(config) -> dict[str, int]:
     """Block -> instances, from the configuration alone."""
-    single = ("decode", "enqueue", "tracker", "wakeup", "tlb", "window", "arbiter", "asr", "cdb", "branch_unit",
+    single = ("decode", "enqueue", "tracker", "wakeup", "tlb", "ready_lists", "arbiter", "asr", "cdb", "branch_unit",
               "copy_back")
-    return {"hts": 1, "queue": config.hts.processes, "station": len(config.accelerators),
-            "shell": sum(acc.count for acc in config.accelerators), **dict.fromkeys(single, 1)}
+    return {"hts": 1, "queue": config.hts.processes, "shell": sum(acc.count for acc in config.accelerators),
+            **dict.fromkeys(single, 1)}
 
 
 def test_every_submodule_of_the_top_level_is_a_known_block(default_config):

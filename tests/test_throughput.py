@@ -35,8 +35,8 @@ def _measured(kind, config, tasks):
 
 
 def _roomy(config, tasks):
-    """``config`` with window and tracker room for every task: decode never waits for the back end."""
-    return with_values(config, {"hts.window": tasks, "hts.tracker_entries": tasks})
+    """``config`` with a tag for every task: decode never waits for the back end."""
+    return with_values(config, {"hts.tracker_entries": tasks})
 
 
 # ---- the programs ---------------------------------------------------------------------------
@@ -109,7 +109,7 @@ def test_with_nothing_stalling_the_model_decodes_one_task_a_search(default_confi
     twelve tasks decode before the first completes."""
     tasks = 12
     config = with_values(_roomy(default_config, tasks), {"hts.tracker_lanes": lanes})
-    assert in_flight_limit("independent", config) >= tasks
+    assert in_flight_limit(config) >= tasks
     result = _measured("independent", config, tasks)
     assert len(result.decodes) == tasks
     assert result.overall_cycles_per_task == config.hts.tracker_rows
@@ -122,7 +122,7 @@ def test_independent_tasks_decode_a_task_a_search_until_the_back_end_sets_the_ra
     assert len(result.burst) >= 2
     assert result.burst_cycles_per_task == default_config.hts.tracker_rows == 2
     # More tasks than fit in flight: after the burst, decode goes at the instances' pace.
-    assert 64 > in_flight_limit("independent", default_config)
+    assert 64 > in_flight_limit(default_config)
     assert result.steady_cycles_per_task == pytest.approx(back_end_cycles_per_task("independent", default_config),
                                                           rel=0.05)
 

@@ -1,7 +1,7 @@
 """The copy-back engine RTL against the model's (``models/copy_back.py``), cycle by cycle.
 
 The model's engine runs on a reduced top level, whose end of cycle repeats the task
-part of ``HTSModel._apply_retarget``: a window of queued tasks, running tasks with their
+part of ``HTSModel._apply_retarget``: the queued tasks, running tasks with their
 CDB tickets, a memory, and a TLB whose two choices (copyable, retargetable) the test
 makes at random among the entries the real TLB could offer, instead of searching: the
 engine only sequences them. Around the engine, real accelerator shells with latency
@@ -136,16 +136,16 @@ class CopyBackSurroundings:
         self.tlb, self.memory = tlb, memory
         self.engine = CopyBackModel(config)
         self.tracker = MemoryTracker(0)          # its rewrite is the tracker's own test
-        self.window = SimpleNamespace(tasks=[])  # window and stations: the engine sees their tags only
+        self.queued = []  # the queued tasks: the engine sees their tags only
         self.in_progress: list[Running] = []
         self.cdb = SimpleNamespace(tickets=[])
 
     def offer(self, t: int) -> TLBEntry | None:
         """At the start of the cycle: its retarget, on the producers retargetable last cycle."""
-        return self.engine.retarget(t, self.tlb, self.tracker, self.window.tasks, self.in_progress)
+        return self.engine.retarget(t, self.tlb, self.tracker, self.queued, self.in_progress)
 
     def step(self, t: int, wanted: bool, retargeted: TLBEntry | None) -> CopyBackStep:
-        return self.engine.step(t, self.tlb, self.tracker, self.memory, self.window.tasks, self.in_progress, wanted,
+        return self.engine.step(t, self.tlb, self.tracker, self.memory, self.queued, self.in_progress, wanted,
                                 retargeted)
 
     def retarget(self, entry: TLBEntry):
@@ -157,7 +157,7 @@ class CopyBackSurroundings:
         self.tlb.entries.remove(entry)
 
     def in_flight(self):
-        return [*self.window.tasks, *(run.task for run in self.in_progress + self.cdb.tickets)]
+        return [*self.queued, *(run.task for run in self.in_progress + self.cdb.tickets)]
 
 
 class ChangingInputs:
@@ -265,7 +265,7 @@ def test_copy_back_matches_model(system, seed):
         for t in range(SYSTEMS[system][3]):
             where = f"{system}, seed {seed}, cycle {t}"
             tlb.slots.place(tlb.entries)
-            queued_tags = {task.tag for task in model.window.tasks}
+            queued_tags = {task.tag for task in model.queued}
             # The retarget, from the start of the cycle; the scripted TLB favours producers
             # in their first write-back cycle, the last in which a retarget still lands.
             tlb.last_chance = {run.task.tag for run in model.in_progress
@@ -290,14 +290,14 @@ def test_copy_back_matches_model(system, seed):
             # Dispatch: a queued task to a free instance of its class (not one granted now).
             busy_now = {run.instance for run in granted}
             delivered = {}
-            for task in list(model.window.tasks):
+            for task in list(model.queued):
                 free = [flat for flat, (c, _) in enumerate(numbering)
                         if c == task.class_index and not occupied(flat) and flat not in busy_now]
                 if free and rng.random() < 0.5:
                     flat = rng.choice(free)
                     delivered[flat] = delivered_task_record(task)
                     busy_now.add(flat)
-                    model.window.tasks.remove(task)
+                    model.queued.remove(task)
                     latency = config.accelerators[task.class_index].latency
                     model.in_progress.append(Running(task, flat, t + 1, t + 1 + latency, latency))
 
@@ -305,7 +305,7 @@ def test_copy_back_matches_model(system, seed):
             # speculative, with a TLB entry (some of them resolved already).
             in_use = {task.tag for task in model.in_flight()} | {run.task.tag for run in granted}
             free_tags = [tag for tag in range(hts.tracker_entries) if tag not in in_use]
-            if free_tags and len(model.window.tasks) < hts.window and rng.random() < 0.7:
+            if free_tags and rng.random() < 0.7:
                 task = source.task(rng.choice(free_tags), [])
                 task.ready = True
                 blocks = rng.randrange(1, 4)
@@ -316,7 +316,7 @@ def test_copy_back_matches_model(system, seed):
                     mask = 0 if rng.random() < 0.5 else rng.randrange(1, 1 << hts.spec_ids)
                     tlb.entries.append(TLBEntry(source.seq, task.pid, (rng.randrange(0, 24), blocks), tm_base,
                                                 mask, task.tag))
-                model.window.tasks.append(task)
+                model.queued.append(task)
 
             # Drive the engine and the shells, as the model's cycle left them.
             inputs.set(engine.wanted, wanted)
@@ -370,7 +370,7 @@ def test_copy_back_matches_model(system, seed):
                 seen["retarget of a running task"] += bool(running) and running[0].started < t
                 seen["retarget at dispatch"] += bool(running) and running[0].started == t
                 seen["retarget in the first cycle of write-back"] += retargeted.producer in tlb.last_chance
-                seen["retarget in the window"] += retargeted.producer in {task.tag for task in model.window.tasks}
+                seen["retarget of a queued task"] += retargeted.producer in {task.tag for task in model.queued}
             seen.update(copies=int(done.started is not None), offers_ignored=not tlb.copy_asked and offered is not None,
                         writing_back=sum(run.finishes - t <= transfer_cycles(config, run.task.writes[1])
                                          for run in model.in_progress))
@@ -386,12 +386,12 @@ def test_copy_back_matches_model(system, seed):
             # A misprediction drops the entries under its bit, and squashes their producers
             # still in the window (running ones are left alone: they would need an abort).
             dropped = rng.randrange(1, 1 << hts.spec_ids) if rng.random() < 0.05 else 0
-            waiting = {task.tag: task for task in model.window.tasks}
+            waiting = {task.tag: task for task in model.queued}
             for entry in [entry for entry in tlb.entries if entry.mask & dropped]:
                 if entry.producer_done or entry.producer in waiting:
                     tlb.entries.remove(entry)
                     if not entry.producer_done:
-                        model.window.tasks.remove(waiting[entry.producer])
+                        model.queued.remove(waiting[entry.producer])
             if retargeted is not None:
                 model.retarget(retargeted)
             if finished is not None:
@@ -417,7 +417,7 @@ def test_copy_back_matches_model(system, seed):
             assert np.array_equal(memory.words, model.memory.words), f"{system}, seed {seed}: memory differs"
 
     run(top, bench)
-    exercised = ["copies", "offers_ignored", "retarget in the window", "retarget at dispatch",
+    exercised = ["copies", "offers_ignored", "retarget of a queued task", "retarget at dispatch",
                  "retarget of a running task", "retarget in the first cycle of write-back", "writing_back"]
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"
 

@@ -88,7 +88,6 @@ def test_decode_runs_programs_in_order(seed):
         await ctx.tick()
         for queue in queues:
             ctx.set(queue.start, 0)
-        ctx.set(decode.window_has_room, 1)
         ctx.set(decode.tracker_has_free, 1)
         ctx.set(decode.tlb_has_room, 1)
 
@@ -112,7 +111,7 @@ def test_decode_runs_programs_in_order(seed):
                 break
             assert not ctx.get(decode.fault.valid), where
             for pid in range(config.hts.processes):
-                assert stalls[pid] not in (Stall.WINDOW_FULL, Stall.TRACKER_FULL, Stall.TLB_FULL,
+                assert stalls[pid] not in (Stall.TRACKER_FULL, Stall.TLB_FULL,
                                            Stall.TLB_CONFLICT, Stall.SPECULATIVE_FAULT), where
             if ctx.get(decode.enqueue.valid):
                 # The task goes to the enqueue stage as the tracker entry is written.

@@ -1,38 +1,35 @@
 """The dispatch arbiter RTL against the model's ``Dispatch.dispatch``, cycle by cycle.
 
-The model's own ``_dispatch`` runs on stations and an ASR of the cycle model, filled with
-random tasks. The arbiter sees what the RTL stations, ASR and tracker would show it: each
-station's oldest ready task (its queued record), each class's lowest free instance, and
-the tracker entries holding the rest of every task in flight (regions, pid and pc as
-registers, the rest answering the arbiter's record reads by tag; junk in the entries of
-free tags, as the tracker leaves them). A grant must give its shell the offer's tag and
-mask in its cycle, and the cycle after, read by the tag registered in its slot, the whole
-task (queued record and its tag's entry) with its task ID and metadata to its shell, and
-the task to the trace.
+The model's own ``Dispatch.dispatch`` runs on ready lists and an ASR of the cycle model,
+filled with random tasks, some of them squashed while listed. The arbiter sees what the
+RTL ready lists, ASR and tracker would show it: each class's list head when live (its
+queued record; a dead head offers nothing, and the model drops it), each class's lowest
+free instance, and the tracker entries holding the rest of every task in flight (regions,
+pid and pc as registers, the rest answering the arbiter's record reads by tag; junk in the
+entries of free tags, as the tracker leaves them). A grant must give its shell the offer's
+tag and mask in its cycle, and the cycle after, read by the tag registered in its slot,
+the whole task (queued record and its tag's entry) with its task ID and metadata to its
+shell, and the task to the trace.
 """
 
 import random
 from collections import Counter
-from types import SimpleNamespace
 
 import pytest
 from amaranth.hdl import ClockDomain, Module
 from configs import preset
-from queue_model import (TaskSource, delivered_record_fields, delivered_task_fields, task_record, task_record_value,
-                         tracker_register_record)
+from queue_model import (DispatchStage, TaskSource, delivered_record_fields, delivered_task_fields, task_record,
+                         task_record_value, tracker_register_record)
 from rtl_sim import run
 
 from hts.base.config import with_values
 from hts.hdl.dispatch import DispatchArbiter
 from hts.hdl.interfaces import granted_task_layout, instance_numbering
-from hts.models.asr import AcceleratorStatus
-from hts.models.dispatch import Dispatch
-from hts.models.reservation_station import ReservationStation
-from hts.models.timing import TableLatency
 
 pytestmark = pytest.mark.rtl
 
 CYCLES = 200
+FINISH_RATES = (0.02, 0.5, 0.05, 0.2)       # chance a running task completes in a cycle, by phase
 SYSTEMS = ["default", "tiny", "large", "default-width2", "default-width3", "tiny-width2"]
 
 
@@ -42,69 +39,48 @@ def system_config(system: str):
     return with_values(preset(name), {"hts.dispatch_width": int(width)}) if width else preset(name)
 
 
-class AnyInstruction:
-    """Program text stand-in: ``TableLatency`` times a task by its class, not its word."""
-
-    def __getitem__(self, pc):
-        return None
-
-
-class DispatchSurroundings:
-    """What the model's dispatch stage reads and drives: stations, ASR, programs."""
-
-    def __init__(self, config):
-        classes = list(config.accelerators)
-        self.dispatch = Dispatch(config.hts.dispatch_width, classes, TableLatency())
-        self.stations = [ReservationStation(config.hts.rs_entries) for _ in classes]
-        self.asr = AcceleratorStatus([acc.count for acc in classes])
-        self.programs = [SimpleNamespace(decoded=AnyInstruction())] * config.hts.processes
-
-
 @pytest.mark.parametrize("system", SYSTEMS)
 @pytest.mark.parametrize("seed", range(2))
 def test_dispatch_matches_model(system, seed):
     config = system_config(system)
     hts, classes = config.hts, range(len(config.accelerators))
     numbering = instance_numbering(config)
-    dut, rng, model = DispatchArbiter(config), random.Random(seed), DispatchSurroundings(config)
+    dut, rng, model = DispatchArbiter(config), random.Random(seed), DispatchStage(config)
     source = TaskSource(config, rng)
     seen = Counter()                   # what the stimulus exercised, so the test cannot pass idle
-
-    def in_flight():
-        return [task for station in model.stations for task in station.tasks] + [
-            run.task for run in model.asr.running()]
 
     async def bench(ctx):
         last_grants = []                 # (slot, flat instance, run) granted last cycle
         for cycle in range(CYCLES):
             where = f"{system}, seed {seed}, cycle {cycle}"
-            # Phases of slow and fast completion, so that classes both saturate and idle.
-            if cycle % 50 == 0:
-                finish_rate = rng.choice([0.05, 0.2, 0.5])
+            # Phases of slow and fast completion, so that classes both saturate and idle
+            # (and listed tasks wait long enough to be squashed).
+            finish_rate = FINISH_RATES[cycle * len(FINISH_RATES) // CYCLES]
             # What the start of the cycle holds: completions of earlier cycles have freed
-            # instances and tags, new tasks have reached the stations, tasks were woken.
-            # A task granted last cycle starts now: it cannot have finished.
+            # instances and tags, new tasks have become ready and joined their lists, a
+            # squash has left some listed tasks dead. A task granted last cycle starts now:
+            # it cannot have finished.
             for running in list(model.asr.running()):
                 if rng.random() < finish_rate and running.started < cycle:
                     model.asr.release(running.task.class_index, running.instance)
-            for station in model.stations:
-                for task in station.tasks:
-                    if not task.ready and rng.random() < 0.3:
-                        station.wake(task)
             for _ in range(rng.randrange(4)):
-                free = source.free_tags(in_flight())
-                class_index = rng.choice(classes)
-                station = model.stations[class_index]
-                if free and len(station.tasks) < station.capacity:
-                    station.arrive(source.task(rng.choice(free), in_flight(), class_index))
+                free = source.free_tags(model.in_flight())
+                if free:
+                    task = source.task(rng.choice(free), model.in_flight(), rng.choice(classes))
+                    task.ready = True
+                    model.lists.append(task)
+            for entries in model.lists.lists:
+                for task in entries:
+                    task.squashed |= rng.random() < 0.02
 
-            offers = [station.first_ready() for station in model.stations]
+            heads = [model.lists.head(c) for c in classes]
+            offers = [head if head is not None and not head.squashed else None for head in heads]
             free = [model.asr.free_instance(c) for c in classes]
             ctx.set(dut.offer_valid, sum(1 << c for c in classes if offers[c] is not None))
             ctx.set(dut.offer_task, [task_record(task) if task is not None else {} for task in offers])
             ctx.set(dut.has_free, sum(1 << c for c in classes if free[c] is not None))
             ctx.set(dut.free_instance, [instance or 0 for instance in free])
-            tasks = {task.tag: task for task in in_flight()}
+            tasks = {task.tag: task for task in model.in_flight()}
             junk = [source.task(tag, []) for tag in range(hts.tracker_entries)]
             ctx.set(dut.tasks, [tracker_register_record(tasks.get(tag, junk[tag]))
                                 for tag in range(hts.tracker_entries)])
@@ -121,18 +97,18 @@ def test_dispatch_matches_model(system, seed):
             trace = ctx.get(dut.trace)
             for slot in range(hts.dispatch_width):
                 assert trace[slot].valid == (slot < len(last_grants)), f"{where}, slot {slot}"
-            for slot, flat, run in last_grants:
-                task, record = run.task, ctx.get(dut.deliver_record[flat])
+            for slot, flat, started in last_grants:
+                task, record = started.task, ctx.get(dut.deliver_record[flat])
                 assert (record.task_id, record.metadata) == (task.task_id, task.metadata), f"{where}, instance {flat}"
                 assert delivered_record_fields(ctx.get(dut.delivered[flat])) == delivered_task_fields(task), \
                     f"{where}, instance {flat}"
-                assert trace[slot].instance == run.instance, f"{where}, slot {slot}"
+                assert trace[slot].instance == started.instance, f"{where}, slot {slot}"
                 assert delivered_record_fields(trace[slot].task) == delivered_task_fields(task), f"{where}, slot {slot}"
                 assert trace[slot].task.accel_class == task.class_index, where
             for port in dut.deliver:
                 ctx.set(port.ready, 1)
 
-            dispatched = model.dispatch.dispatch(cycle, model.stations, model.asr, model.programs)
+            dispatched = model.grant(cycle)
             granted = {run.task.tag: run for run in dispatched}
             last_grants = [(slot, numbering.index((run.task.class_index, run.instance)), run)
                            for slot, run in enumerate(dispatched)]
@@ -154,7 +130,7 @@ def test_dispatch_matches_model(system, seed):
 
             eligible = sum(offers[c] is not None and free[c] is not None for c in classes)
             seen.update(dispatched=len(dispatched), several=len(dispatched) > 1,
-                        contended=eligible > hts.dispatch_width,
+                        contended=eligible > hts.dispatch_width, dead_head=heads != offers,
                         class_full=any(offers[c] is not None and free[c] is None for c in classes),
                         upper_instance=any(taken[c] and free[c] > 0 for c in classes))
             await ctx.tick()
@@ -166,8 +142,9 @@ def test_dispatch_matches_model(system, seed):
     run(top, bench)
     exercised = ["dispatched"]
     # A single tag holds one task at a time (so one offer, however many ways: tiny-width2
-    # checks that the ranks still elaborate); one instance per class has no upper instance.
-    exercised += ["contended", "class_full"] if hts.tracker_entries > 1 else []
+    # checks that the ranks still elaborate; and granted as it is listed, every instance
+    # free, so dead only if squashed at once); one instance per class has no upper instance.
+    exercised += ["contended", "class_full", "dead_head"] if hts.tracker_entries > 1 else []
     exercised += ["several"] if hts.dispatch_width > 1 and hts.tracker_entries > 1 else []
     exercised += ["upper_instance"] if any(acc.count > 1 for acc in config.accelerators) else []
     assert all(seen[what] for what in exercised), f"seed {seed}: stimulus missed a case: {seen}"

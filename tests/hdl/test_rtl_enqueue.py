@@ -19,7 +19,7 @@ from hts.models.copy_back import retarget_task
 from hts.models.enqueue import EnqueueStage
 from hts.models.memory_tracker import MemoryTracker, Search, TrackerEntry
 from hts.models.tlb import TLBEntry
-from hts.models.window import DecodedTask
+from hts.models.task import DecodedTask
 
 pytestmark = pytest.mark.rtl
 

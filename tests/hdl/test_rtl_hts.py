@@ -62,13 +62,12 @@ def buildable(config):
     return with_values(config, {"hts.copyback_words_per_cycle": words})
 
 
-# Seeds found (by probing the model over 6,000 seeds) to reach rare coincidences that
-# the first 20 miss: a memory branch decoded in the cycle its block's writer is
-# broadcast (2015, 2582, 671: kind MR, not BR); the TLB emptied while tasks still read
-# TM, then a new speculative output (3647, 5064, 1759, 2613, 996: the TM pointer must not
-# restart under the readers). They were found before a task started the cycle after its
-# grant, and the trace does not show these coincidences, so nothing asserts that they
-# still reach them; the seeds below assert theirs.
+# Seeds once found (by probing the model over 6,000 seeds) to reach rare coincidences
+# that the first 20 miss: a memory branch decoded in the cycle its block's writer is
+# broadcast; the TLB emptied while tasks still read TM, then a new speculative output
+# (the TM pointer must not restart under the readers). The systems random_config draws
+# have changed since, and the trace does not show these coincidences, so nothing asserts
+# that they still reach them: they need probing again. The seeds below assert theirs.
 CORNER_SEEDS = (2015, 2582, 671, 3647, 5064, 1759, 2613, 996)
 
 
@@ -90,7 +89,7 @@ def random_lockstep(seed: int, adapt=lambda config, rng: config) -> list[dict]:
 
 # Seeds found by probing the model (from seed 20) where a task is granted the CDB in the
 # cycle a squash hits its mask: it completes, it is not aborted.
-GRANT_IN_SQUASH_SEEDS = (297, 326)
+GRANT_IN_SQUASH_SEEDS = (54, 64)
 
 
 def completions_under_a_squash(events: list[dict]) -> int:
@@ -112,12 +111,11 @@ def test_a_task_granted_in_its_squash_cycle_completes(seed):
     assert completions_under_a_squash(random_lockstep(seed))
 
 
-# A seed found by probing the model (these systems, from seed 0) where a producer with a
+# A seed found by probing the model (these systems, from seed 20) where a producer with a
 # latency of one is retargeted in the cycle of its CDB grant: the retarget applies from
 # the start of its cycle, so the completion writes home (docs/microarchitecture.md,
-# "Retarget"). It is the first whose memory differs if the completion writes the TM copy
-# instead (2181 was, before a task started the cycle after its grant).
-RETARGET_AT_COMPLETION_SEEDS = (297,)
+# "Retarget"). It is the first such seed.
+RETARGET_AT_COMPLETION_SEEDS = (315,)
 
 
 @pytest.mark.parametrize("seed", RETARGET_AT_COMPLETION_SEEDS)
@@ -130,11 +128,11 @@ def test_a_producer_retargeted_in_its_completion_cycle_writes_home(seed):
     assert any((event["cycle"], event["tag"]) in completions for event in events if event["event"] == "retarget")
 
 
-# A seed found by probing the model (these systems, from seed 0; 2313 is the next) where
+# A seed found by probing the model (these systems, from seed 20) where
 # a task is decoded reading the TM copy that is retargeted in that very cycle: it must
 # read home. The RTL finds it by the TLB slot its reads came through, not by a compare
 # of ranges (hdl/primitives.py, ``retargeted_ranges``).
-READER_DECODED_AT_RETARGET_SEEDS = (2813,)
+READER_DECODED_AT_RETARGET_SEEDS = (361,)
 
 
 def readers_decoded_at_their_retarget(events: list[dict]) -> int:
@@ -266,9 +264,9 @@ def test_top_level_elaborates_for_the_large_configuration():
     Fragment.get(HTS(load_config("large")), None)
 
 
-def test_decode_waits_while_the_window_and_the_enqueue_stage_fill_it():
-    """Twelve independent tasks of one class on a two-slot window: the window fills while
-    the enqueue stage holds a task, and decode must count that task's slot."""
-    config = with_values(preset("default"), {"hts.window": 2, "hts.rs_entries": 1})
-    text = "\n".join(f"vector_dot {2 * k} 1 {2 * k + 1} 1 0 0 0 0" for k in range(12))
-    assert_lockstep(config, [assemble(text, config, "window_full.s")])
+def test_a_ready_list_holding_every_tag_runs_round_its_ring():
+    """Twenty independent tasks of one class on five tags (a ring of six slots): every tag
+    waits ready in the class's list, which wraps several times."""
+    config = with_values(preset("default"), {"hts.tracker_entries": 5, "hts.tracker_lanes": 5})
+    text = "\n".join(f"vector_dot {2 * k:x} 1 {2 * k + 1:x} 1 0 0 0 0" for k in range(20))
+    assert_lockstep(config, [assemble(text, config, "one_class.s")])
