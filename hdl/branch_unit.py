@@ -79,8 +79,8 @@ class BranchUnit(wiring.Component):
         A read of a block's first word, answered ``timing.memory_latency`` cycles later.
     resolving, taken, confirm : Out
         Per slot, it resolves now and is taken (the trace's ``branch``); IDs predicted right.
-    squash, squash_next : Out
-        IDs mispredicted last cycle (registered: their tasks go now), and now.
+    squash : Out
+        IDs mispredicted last cycle (registered: their tasks go now).
     freed_ids : Out
         To decode's pool: IDs confirmed, squashed, or removed by a squash.
     redirect, redirect_pc, restore : Out, per process
@@ -118,7 +118,6 @@ class BranchUnit(wiring.Component):
             "taken": Out(slots),
             "confirm": Out(hts.spec_ids),
             "squash": Out(hts.spec_ids),
-            "squash_next": Out(hts.spec_ids),
             "freed_ids": Out(hts.spec_ids),
             "redirect": Out(hts.processes),
             "redirect_pc": Out(data.ArrayLayout(fetch_pc_width(config), hts.processes)),
@@ -176,8 +175,7 @@ class BranchUnit(wiring.Component):
                                             for is_due, entry in zip(due, self.entries))))
         resolving = self.resolving
         mispredicting = Cat(*(resolving[slot] & outcome[slot] for slot in range(spec_ids)))
-        m.d.comb += self.squash_next.eq(mispredicting)
-        m.d.sync += self.squash.eq(self.squash_next)
+        m.d.sync += self.squash.eq(mispredicting)
         m.d.comb += [
             self.taken.eq(Cat(*(resolving[slot] & outcome[slot] for slot in range(self._slot_count)))),
             self.confirm.eq(mutable("branch_confirm_lost",
