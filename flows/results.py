@@ -552,7 +552,7 @@ TABLES = _tables(
     Table("synth-tiny", "hts synth -c tiny --json --plot docs/img/logic_levels_tiny.png",
           _synth((("hts", "tiny"),), "logic_levels_tiny.png"), expensive=True, duration="about 5 minutes"),
     Table("synth-blocks", "hts synth --block B [-c tiny] --json", _block_clocks, expensive=True,
-          duration="about an hour"),
+          duration="about 10 minutes"),
     Table("synth-axi", "hts synth --block axi_hts|control [-c tiny] --json",
           _synth((("axi_hts", "default"), ("axi_hts", "tiny"), ("control", "default"))), expensive=True,
           duration="about 20 minutes"),

@@ -88,7 +88,8 @@ class ListShadow:
         """The block's state is the shadow's: the queues hold each tag once and ``held`` is
         their tags; a pending task (``pending``, of one class at most) is its queue's
         youngest entry, and each ring holds the rest of its queue: its count, its tail the
-        head plus the count, its slots from the head the queue's tags; a queued tag's class
+        head plus the count, its slots from the head the queue's tags, its ``front`` the
+        head's tag and ``in_ring`` whether it holds any; a queued tag's class
         record is the one recorded as its task left the enqueue stage. (All but the first
         two are helpers: state no port shows, which an induction needs.)"""
         config, lists, ring, tags = self.config, self.lists, self.ring, self.config.hts.tracker_entries
@@ -114,6 +115,11 @@ class ListShadow:
             holds += [~((head == (slot - k) % ring) & (k < count)) | (banks[slot % 2][slot // 2] == queue[k])
                       for slot in range(ring) for k in range(ring)]
         harness.check(m, groups, "rings_hold_the_lists", Cat(*holds).all())
+        fronts = registers(self.fragment, *(name for c in range(self.classes)
+                                            for name in (f"front_{c}", f"in_ring_{c}")))
+        harness.check(m, groups, "fronts_are_the_heads", Cat(*(
+            (fronts[f"in_ring_{c}"] == (count != 0)) & ((count == 0) | (fronts[f"front_{c}"] == queue[0]))
+            for c, (queue, count) in enumerate(zip(self.queues, lists.count)))).all())
         classes = ram_words(self.fragment, "class_of", config.widths.accel_class, tags)
         harness.check(m, groups, "queued_classes_recorded",
                       Cat(*(~lists.queued[tag] | (classes[tag] == self.recorded[tag]) for tag in range(tags))).all())

@@ -2,7 +2,9 @@
 
 RTL of ``hts.models.ready_lists``; docs/microarchitecture.md, "Ready lists". Each list is a
 ring of tags in two banks of distributed RAM, even slots in one and odd in the other, so
-that two tags join it at one edge with one write port per bank. The task leaving the
+that two tags join it at one edge with one write port per bank; the head's tag is also
+in a register, loaded from the slot after it as the head leaves, so that the dispatch
+cycle starts from flip-flops rather than a RAM read. The task leaving the
 enqueue stage learns that it is ready late in its cycle, from the tracker search: it
 waits a cycle in the ``pending`` register, which offers it when its list is otherwise
 empty, and joins its ring at the next edge, before that edge's woken task. Nothing is
@@ -91,11 +93,13 @@ class ReadyLists(wiring.Component):
                             & Mux(self.append_task.ready, -1, 0)),
             self.pending_tag.eq(self.append_task.tag),
         ]
+        # The pending task's live bit is picked once for every class.
+        pending_live = wire(m, live.bit_select(self.pending_tag, 1), "pending_live")
         popped_tags, pushed_tags = [], []
         for c in range(self._classes):
             joins = [(self.pending[c], self.pending_tag), (woken_live & (woken_class == c), self.woken.tag)]
             joins = mutable("lists_woken_first", joins, joins[::-1])
-            head_tag, popped = self._ring_of(m, c, joins, live)
+            head_tag, popped = self._ring_of(m, c, joins, live, pending_live)
             popped_tags.append((popped, head_tag))
             pushed_tags += joins
         listed = Signal(tags, name="listed")
@@ -104,7 +108,7 @@ class ReadyLists(wiring.Component):
         m.d.comb += self.held.eq(mutable("lists_release_listed", listed | pending_held, 0))
         return m
 
-    def _ring_of(self, m: Module, c: int, joins: list, live) -> tuple:
+    def _ring_of(self, m: Module, c: int, joins: list, live, pending_live) -> tuple:
         """Class ``c``'s ring: its two ``(valid, tag)`` joins land at the tail in order; its
         head, or the pending task when the ring is empty, is offered when live, and leaves
         when taken or dead. A pending task that leaves still passes through the ring, so
@@ -117,20 +121,26 @@ class ReadyLists(wiring.Component):
         (first_valid, first_tag), (second_valid, second_tag) = joins
         one = first_valid | second_valid
         two = first_valid & second_valid
+        at_tail_tag = Mux(first_valid, first_tag, second_tag)
         tags_read = []
         for bank in range(2):
             at_tail = tail[0] == bank
             # The slot after the tail is in the next row when the tail is in the odd bank.
             row = Mux(~at_tail & tail[0], _next_row(tail[1:], depth), tail[1:])
             write_en = Mux(at_tail, one, two)
-            data_in = Mux(at_tail, Mux(first_valid, first_tag, second_tag), second_tag)
+            data_in = Mux(at_tail, at_tail_tag, second_tag)
+            # Each bank is read at the slot after the head, for the front's next value.
+            after_head_row = Mux(head[0], _next_row(head[1:], depth), head[1:]) if bank == 0 else head[1:]
             [tag_read] = record_ram(m, f"ring_{c}_bank{bank}", self._config.widths.tag, depth, row, write_en,
-                                    data_in, [head[1:]])
+                                    data_in, [after_head_row])
             tags_read.append(tag_read)
-        in_ring = count != 0
-        head_tag = wire(m, Mux(in_ring, Mux(head[0], tags_read[1], tags_read[0]), self.pending_tag), f"head_tag_{c}")
+        # ``front`` holds the tag in the head's slot and ``in_ring`` whether the ring holds
+        # any, so that the dispatch cycle starts with the head's live bit from flip-flops.
+        front = Signal(self._config.widths.tag, name=f"front_{c}", reset_less=True)
+        in_ring = Signal(name=f"in_ring_{c}")
+        head_tag = wire(m, Mux(in_ring, front, self.pending_tag), f"head_tag_{c}")
         listed = in_ring | self.pending[c]
-        head_live = mutable("lists_offer_dead", live.bit_select(head_tag, 1), 1)
+        head_live = mutable("lists_offer_dead", Mux(in_ring, live.bit_select(front, 1), pending_live), 1)
         offer = self.offer_task[c]
         m.d.comb += [
             self.offer_valid[c].eq(listed & head_live),
@@ -141,10 +151,18 @@ class ReadyLists(wiring.Component):
         ]
         popped = wire(m, listed & (~head_live | self.take[c]), f"pops_{c}")
         joined = Mux(two, 2, one)
+        # Both outcomes of the pop are ready before it is known: it only selects.
+        after_head = Mux(head[0], tags_read[0], tags_read[1])
+        several, single = count > 1, count == 1
+        front_if_popped = Mux(several, after_head, Mux(single, at_tail_tag, second_tag))
+        # Whether the ring holds an entry after the edge, without the count's adder.
+        in_ring_if_popped = several | single & one | two
         m.d.sync += [
+            front.eq(Mux(popped, front_if_popped, Mux(in_ring, front, at_tail_tag))),
             head.eq(_advance(head, popped, ring)),
             tail.eq(_advance(_advance(tail, one, ring), two, ring)),
-            count.eq(count + joined - popped),
+            count.eq(Mux(popped, count + joined - 1, count + joined)),
+            in_ring.eq(Mux(popped, in_ring_if_popped, in_ring | one)),
         ]
         m.d.sync += Assert(ResetSignal() | (count <= ring), f"ready list {c} overflows")
         m.d.sync += Assert(ResetSignal() | ~self.take[c] | self.offer_valid[c], f"class {c} taken without an offer")

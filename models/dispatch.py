@@ -58,13 +58,5 @@ class Dispatch:
     def _offers(lists: ReadyLists, asr: AcceleratorStatus) -> list[tuple]:
         """(class, task, instance) of every class whose head is live and has a free instance,
         in class order. Dead heads are dropped."""
-        heads = [lists.head(index) for index in range(len(lists.lists))]
-        for index, task in enumerate(heads):
-            if task is not None and task.squashed:
-                lists.pop(index)
-        offers = []
-        for index, task in enumerate(heads):
-            instance = asr.free_instance(index)
-            if task is not None and not task.squashed and instance is not None:
-                offers.append((index, task, instance))
-        return offers
+        return [(index, task, instance) for index, task in lists.live_heads()
+                if (instance := asr.free_instance(index)) is not None]

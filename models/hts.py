@@ -241,11 +241,11 @@ class HTSModel:
         """The grants; each event shows the regions the task starts with, this cycle's
         retarget applied (it lands at the end of the cycle, before the start). Returns
         whether a list changed: a grant, or a dead head dropped (no cycle to skip)."""
-        lists = self.ready_lists
-        dropping = any(task is not None and task.squashed for task in map(lists.head, range(len(self.classes))))
+        dropped = self.ready_lists.dropped
+        started = self.dispatch.dispatch(t, self.ready_lists, self.asr, self.programs)
+        dropping = self.ready_lists.dropped != dropped
         if dropping:
             self._list_corners.add("dead_head")
-        started = self.dispatch.dispatch(t, lists, self.asr, self.programs)
         for run in started:
             task = run.task
             self.queued.remove(task)

@@ -30,6 +30,7 @@ class ReadyLists:
         self.ring = ring_entries(tags)
         self.lists: list[deque[DecodedTask]] = [deque() for _ in range(classes)]
         self.popped = [0] * classes        # entries ever dropped or taken: the head's ring slot
+        self.dropped = 0                    # dead heads ever dropped
 
     def append(self, task: DecodedTask):
         """``task`` became ready (end of cycle)."""
@@ -40,6 +41,18 @@ class ReadyLists:
     def head(self, class_index: int) -> DecodedTask | None:
         entries = self.lists[class_index]
         return entries[0] if entries else None
+
+    def live_heads(self) -> list[tuple[int, DecodedTask]]:
+        """(class, head) of each list whose head is live, in class order. A dead head is
+        dropped (counted in ``dropped``): its list offers nothing this cycle."""
+        heads = []
+        for index, entries in enumerate(self.lists):
+            if entries and entries[0].squashed:
+                self.pop(index)
+                self.dropped += 1
+            elif entries:
+                heads.append((index, entries[0]))
+        return heads
 
     def pop(self, class_index: int) -> DecodedTask:
         self.popped[class_index] += 1
