@@ -1,4 +1,4 @@
-"""Formal harness of the Task Lookup Buffer (``hts.hdl.tlb``): its age matrix, its picks,
+"""Formal harness of the Task Lookup Buffer (``hts.hdl.tlb``): its age order, its picks,
 and its copy-back and retarget offers."""
 
 from amaranth.asserts import AnySeq
@@ -17,9 +17,11 @@ class TlbHarness(Harness):
     engine left free.
 
     Its searches (decode's read and branch look-ups: the youngest hit; the copy-back and
-    retarget choices: the oldest candidate) pick with ``youngest`` and ``oldest`` of
-    ``hts.hdl.primitives`` over valid slots and its ``older`` matrix. ``picks`` checks
-    those picks over any set of valid slots, the hits of every search among them.
+    retarget choices: the oldest candidate) pick by distance from the ring's tail
+    (``youngest_of``, ``oldest_of``). ``picks`` checks those picks over any set of valid
+    slots, the hits of every search among them, against ``youngest`` and ``oldest`` of
+    ``hts.hdl.primitives`` over the age order the ring implies (``older``), which
+    ``age_order`` checks is a strict total order.
 
     ``copy_back`` checks the offers against the tracker's ``touches`` and
     ``tracker_valid``, which are free: whatever the tracker reports, an offered home has
@@ -60,6 +62,8 @@ class TlbHarness(Harness):
         youngest_hit, oldest_hit = Cat(*youngest(hits, tlb.older)), Cat(*oldest(hits, tlb.older))
         self.check(m, "picks", "youngest_hit_is_one", popcount(youngest_hit) == found)
         self.check(m, "picks", "oldest_candidate_is_one", popcount(oldest_hit) == found)
+        self.check(m, "picks", "ring_picks_the_youngest", tlb.youngest_of(hits) == youngest_hit)
+        self.check(m, "picks", "ring_picks_the_oldest", tlb.oldest_of(hits) == oldest_hit)
         self.cover(m, "picks", "pick_among_all_entries", tlb.valid.all() & hits.all())
         self._copy_back(m, tlb)
         self._squash(m, tlb)

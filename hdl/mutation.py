@@ -57,6 +57,7 @@ CATALOGUE: dict[str, Mutant] = {mutant.name: mutant for mutant in (
     Mutant("retarget_skips_readers", "memory_tracker", "a retarget rewrites its producer but none of its readers"),
     Mutant("copyback_ignores_touches", "tlb", "a copy-back starts while in-flight tasks touch the home region"),
     Mutant("tlb_oldest_hit", "tlb", "a TLB search takes the oldest overlapping entry, not the youngest"),
+    Mutant("tlb_wrap_ignored", "tlb", "a TLB search takes the highest slot, not the nearest behind the tail"),
     Mutant("decode_indirect_ignored", "decode", "an indirect region's base is the register number, not R[A]"),
     Mutant("loop_count_off_by_one", "decode", "a loop runs its body once more"),
     Mutant("gpr_restore_lost", "gpr", "a squash does not restore the registers from the checkpoint"),

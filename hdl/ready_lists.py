@@ -150,7 +150,6 @@ class ReadyLists(wiring.Component):
             offer.ready.eq(1),
         ]
         popped = wire(m, listed & (~head_live | self.take[c]), f"pops_{c}")
-        joined = Mux(two, 2, one)
         # Both outcomes of the pop are ready before it is known: it only selects.
         after_head = Mux(head[0], tags_read[0], tags_read[1])
         several, single = count > 1, count == 1
@@ -161,7 +160,10 @@ class ReadyLists(wiring.Component):
             front.eq(Mux(popped, front_if_popped, Mux(in_ring, front, at_tail_tag))),
             head.eq(_advance(head, popped, ring)),
             tail.eq(_advance(_advance(tail, one, ring), two, ring)),
-            count.eq(Mux(popped, count + joined - 1, count + joined)),
+            # The count moves by -1 to +2: each outcome is added from flip-flops, and the late
+            # joins and pop only select.
+            count.eq(Mux(popped, Mux(two, count + 1, Mux(one, count, count - 1)),
+                         Mux(two, count + 2, Mux(one, count + 1, count)))),
             in_ring.eq(Mux(popped, in_ring_if_popped, in_ring | one)),
         ]
         m.d.sync += Assert(ResetSignal() | (count <= ring), f"ready list {c} overflows")

@@ -1,7 +1,8 @@
 """Task Lookup Buffer and TM allocator: where speculative outputs live (``hts.models.tlb``).
 
-Fixed slots with an age matrix, relations kept in registers, TM a bump pointer
-(docs/microarchitecture.md, "TLB, retarget and copy-back").
+A ring of slots taken in order at the tail, so that a slot's age is its distance behind
+the tail; relations kept in registers, TM a bump pointer (docs/microarchitecture.md,
+"TLB, retarget and copy-back").
 """
 
 from amaranth.hdl import Assert, Cat, Module, Mux, Signal, Value
@@ -13,8 +14,8 @@ from hts.base.config import SystemConfig, bits_for
 from .interfaces import (HeadSource, region_layout, tlb_checks_layout, tlb_entry_layout, tlb_lookahead_layout,
                          tlb_query_layout, tlb_request_layout)
 from .mutation import mutable
-from .primitives import (encode, entry_of, index_set, lowest_set, oldest, overlaps, overlaps_late, record_register,
-                         region_end, select, update_age_matrix, wire, youngest)
+from .primitives import (encode, entry_of, index_set, lowest_ones, overlaps, overlaps_late, record_register,
+                         region_end, select, update_age_matrix, wire)
 
 __all__ = ["TaskLookupBuffer"]
 
@@ -57,7 +58,8 @@ class TaskLookupBuffer(wiring.Component):
     read_region, write_region, lookup_checks : In
         Simulation only: the head's regions and kind, to check the kept relations.
     alloc_blocks, has_room, alloc_tm_base, alloc_slot : In, Out, Out, Out
-        A new copy's size; room for it; where it and its entry go.
+        A new copy's size; room for it (the tail's slot free, and TM); where it and its
+        entry go (the tail's slot).
     alloc, alloc_entry : In
         From decode: write the entry at the edge (the free slot is written every cycle).
     home_search_continues : In
@@ -72,8 +74,13 @@ class TaskLookupBuffer(wiring.Component):
         The oldest entry that may be copied home.
     retarget_valid, retarget_index, retarget_slot, retarget_entry : Out
         The entry retargeted now, chosen in the cycle before.
-    valid, entries, older : Out, Out, Signal
-        The slots, and the age matrix for the tests.
+    valid, entries : Out
+        The slots.
+    tail : Signal
+        The slot the next entry takes; the slots behind it are the youngest.
+    older : Signal
+        ``older[i]`` bit ``j``: slot ``j`` is nearer behind the tail than slot ``i`` (older),
+        derived from ``tail`` for the tests and harnesses; no logic of the block reads it.
     """
 
     def __init__(self, config: SystemConfig):
@@ -121,8 +128,11 @@ class TaskLookupBuffer(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
         })
-        # No reset: meaningful only where ``valid`` is set.
-        self.older = Signal(data.ArrayLayout(count, count), reset_less=True)
+        self.tail = Signal(range(count))
+        self.older = Signal(data.ArrayLayout(count, count))
+        # The slots below the tail: allocated since the tail last wrapped, so younger than
+        # those at or above it.
+        self._behind_tail = Signal(count, name="behind_tail")
         # shadowed[i] bit j: slot j's home overlaps slot i's and slot j is older.
         self._shadowed = Signal(data.ArrayLayout(count, count), reset_less=True)
         # Each entry's home end, computed when it is written, keeps an adder off every search.
@@ -143,24 +153,28 @@ class TaskLookupBuffer(wiring.Component):
         pointer_reset = self.tm_idle & ~self.valid.any()
         m.d.comb += tm_base.eq(Mux(pointer_reset, 0, tm_next))
 
+        self._order(m)
         retargeting = self._choose_for_copy_back(m)
         self._look_up(m, retargeting)
 
-        # Room: a free slot and TM left. The new entry goes to the lowest free slot.
+        # Room: the tail's slot free and TM left. The new entry goes to the tail's slot.
         allocating = Signal(count)                 # the slot allocated this cycle, if any
-        # The lowest free slot is written every cycle, allocation or not: an entry means
-        # nothing until its valid bit is set, so only that bit waits for decode.
+        # The tail's slot is written every cycle it is free, allocation or not: an entry
+        # means nothing until its valid bit is set, so only that bit waits for decode.
         writing = Signal(count)
+        tail_free = wire(m, ~self.valid.bit_select(self.tail, 1), "tail_free")
         m.d.comb += [
             # TM room for both values of the pointer, so that the reset only picks one.
-            self.has_room.eq(~self.valid.all() & Mux(pointer_reset, self.alloc_blocks <= self._tm_blocks,
-                                                     tm_next + self.alloc_blocks <= self._tm_blocks)),
+            self.has_room.eq(tail_free & Mux(pointer_reset, self.alloc_blocks <= self._tm_blocks,
+                                             tm_next + self.alloc_blocks <= self._tm_blocks)),
             self.alloc_tm_base.eq(self._home_blocks + tm_base),
-            self.alloc_slot.eq(lowest_set(~self.valid)),
-            allocating.eq(index_set([self.alloc], [self.alloc_slot], count)),
-            writing.eq(index_set([~self.valid.all()], [self.alloc_slot], count)),
+            self.alloc_slot.eq(self.tail),
+            allocating.eq(index_set([self.alloc], [self.tail], count)),
+            writing.eq(index_set([tail_free], [self.tail], count)),
         ]
         m.d.sync += self._young.eq(allocating | Mux(self.home_search_continues, self._young, 0))
+        with m.If(self.alloc):
+            m.d.sync += self.tail.eq(Mux(self.tail == count - 1, 0, self.tail + 1))
 
         # The new entry lands, then every entry, it included, takes the broadcast, confirm and drop.
         new_entry = Signal(tlb_entry_layout(self._config))
@@ -191,11 +205,32 @@ class TaskLookupBuffer(wiring.Component):
         # overlapping part, for ``shadowed``). Stale bits of freed slots: every use ANDs ``valid``.
         new_overlaps = Cat(*(overlaps(request.home, entry.home, a_end=new_end, b_end=end)
                              for entry, end in zip(self.entries, self._home_ends)))
-        update_age_matrix(m, self.older, writing, [self.valid] * count)
         update_age_matrix(m, self._shadowed, writing, [new_overlaps & self.valid] * count)
 
         m.d.sync += tm_next.eq(Mux(self.alloc, tm_base + self.alloc_blocks, tm_base))
         return m
+
+    def _order(self, m: Module):
+        """``behind_tail`` from the tail, and ``older``, the age order the ring implies."""
+        count = self._count
+        behind = self._behind_tail
+        m.d.comb += behind.eq(Cat(*(self.tail > slot for slot in range(count))))
+        # Of two slots on the same side of the tail the lower is the older; else the one behind it is younger.
+        for slot, row in enumerate(self.older):
+            lower = (1 << slot) - 1
+            m.d.comb += row.eq(Mux(behind[slot], ~behind | lower, ~behind & lower))
+
+    def youngest_of(self, slots) -> Value:
+        """The youngest of ``slots``, one-hot: the nearest behind the tail. Of the slots
+        behind it the highest, else the highest of the rest."""
+        behind = slots & self._behind_tail
+        return Mux(mutable("tlb_wrap_ignored", behind.any(), 0), _highest_one(behind), _highest_one(slots))
+
+    def oldest_of(self, slots) -> Value:
+        """The oldest of ``slots``, one-hot: the nearest at or ahead of the tail. Of the
+        slots at or above it the lowest, else the lowest of the rest."""
+        ahead = slots & ~self._behind_tail
+        return Mux(ahead.any(), lowest_ones(ahead), lowest_ones(slots))
 
     def _look_up(self, m: Module, retargeting: Value):
         """Decode's look-ups on the kept relations; a branch's block stays home if ``retargeting``."""
@@ -206,12 +241,13 @@ class TaskLookupBuffer(wiring.Component):
         read_hits = wire(m, kept.read_overlaps & self.valid, "read_hits")
         branch_hits = wire(m, kept.block_inside & self.valid & own, "branch_hits")
         write_hits = wire(m, kept.write_overlaps & self.valid, "write_hits")
-        search = mutable("tlb_oldest_hit", youngest, oldest)
-        read_entry, branch_entry = search(read_hits, self.older), search(branch_hits, self.older)
-        branch_moves = (Cat(*branch_entry) & ~retargeting).any()
+        search = mutable("tlb_oldest_hit", self.youngest_of, self.oldest_of)
+        # Named, so that each pick is built once, not again for every bit read of it.
+        read_entry, branch_entry = wire(m, search(read_hits), "read_entry"), wire(m, search(branch_hits), "branch_entry")
+        branch_moves = (branch_entry & ~retargeting).any()
         m.d.comb += [
             self.read_hit.eq(read_hits.any()),
-            self.read_copy.eq(Cat(*read_entry) & own & kept.read_equals),
+            self.read_copy.eq(read_entry & own & kept.read_equals),
             self.read_tm_base.eq(select(read_entry, tm_bases)),
             self.branch_phys.eq(Mux(branch_moves, self.branch_block + select(branch_entry, offsets),
                                     self.branch_block)),
@@ -260,13 +296,13 @@ class TaskLookupBuffer(wiring.Component):
                 retargetable[slot].eq(free_to_go & ~self._young[slot] & ~chosen[slot] & ~entry.producer_done
                                       & ~(accesses & ~(1 << entry.producer)).any() & producer_retargetable[slot]),
             ]
-        first_copy = oldest(copyable, self.older)
+        first_copy = wire(m, self.oldest_of(copyable), "first_copy")
         m.d.comb += [self.copy_valid.eq(copyable.any()), self.copy_index.eq(encode(first_copy)),
                      self.copy_entry.eq(select(first_copy, self.entries))]
-        next_choice = oldest(retargetable, self.older)
+        next_choice = wire(m, self.oldest_of(retargetable), "next_choice")
         # Only the one-hot choice is registered: the chosen entry is read from its slot
         # (an AND-OR from flip-flops), cheaper than a register of its own.
-        m.d.sync += chosen.eq(Cat(*next_choice))
+        m.d.sync += chosen.eq(next_choice)
         chosen_entry = Signal.like(self.retarget_entry)
         m.d.comb += chosen_entry.eq(select(chosen, self.entries))
         unproduced = Cat(*(~entry.producer_done for entry in self.entries))
@@ -276,3 +312,7 @@ class TaskLookupBuffer(wiring.Component):
                      self.retarget_entry.eq(chosen_entry)]
         return Mux(still_wanted, chosen, 0)
 
+
+
+def _highest_one(bits: Value) -> Value:
+    return lowest_ones(bits[::-1])[::-1]

@@ -15,7 +15,9 @@ conflicts with it, or when its process reaches the end of its program. An entry 
 before its producer starts writing its output needs no copy at all: the engine retargets
 the producer (and the readers remapped to it) to the home region instead. TM space is
 allocated upwards from the bottom and reclaimed only when the TLB is empty and nothing in
-flight still reads TM (a bump allocator: no fragmentation, trivial in hardware).
+flight still reads TM (a bump allocator: no fragmentation, trivial in hardware). Entries
+take their slots in ring order, so that the youngest or oldest of a set of slots is the
+nearest behind or ahead of the tail, with no age order kept between slots.
 """
 
 from dataclasses import dataclass
@@ -35,6 +37,7 @@ class TLBEntry:
     producer: int          # producer's tracker tag, valid while not producer_done
     producer_done: bool = False
     allocated_at: int | None = None   # cycle of decode (the RTL's look-ups need a cycle to settle)
+    slot: int = 0          # where it sits in the ring of slots
 
 
 @dataclass
@@ -54,6 +57,9 @@ class TaskLookupBuffer:
         self.entries: list[TLBEntry] = []        # oldest first
         self.tm_next = 0                          # bump allocator, in TM blocks
         self.retarget_candidate: TLBEntry | None = None   # chosen last cycle, retargeted this one
+        # The slot the next entry takes. Entries take the slots in ring order, so that a slot's
+        # age is its distance behind the tail and no order between slots need be kept.
+        self.tail = 0
 
     def youngest_overlapping(self, region: Region) -> TLBEntry | None:
         return next((e for e in reversed(self.entries) if overlaps(e.home, region)), None)
@@ -72,12 +78,14 @@ class TaskLookupBuffer:
         return block if entry is None else entry.tm_base + block - entry.home[0]
 
     def has_room(self, blocks: int) -> bool:
-        return len(self.entries) < self.capacity and self.tm_next + blocks <= self.tm_blocks
+        """The tail's slot is free (a free slot elsewhere waits for the tail) and TM has room."""
+        return all(entry.slot != self.tail for entry in self.entries) and self.tm_next + blocks <= self.tm_blocks
 
     def allocate(self, seq: int, pid: int, home: Region, mask: int, producer: int, cycle: int) -> int:
         tm_base = self.home_blocks + self.tm_next
         self.tm_next += home[1]
-        self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer, allocated_at=cycle))
+        self.entries.append(TLBEntry(seq, pid, home, tm_base, mask, producer, allocated_at=cycle, slot=self.tail))
+        self.tail = (self.tail + 1) % self.capacity
         return tm_base
 
     def retarget_offer(self, busy: list[tuple[int, Region]], retargetable_tags: set[int],

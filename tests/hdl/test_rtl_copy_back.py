@@ -67,8 +67,8 @@ def entry_value(entry: TLBEntry) -> dict:
 
 
 class Slots:
-    """The TLB's fixed slots for a list of entries: an entry keeps its slot until it
-    leaves the list, and a new one takes the lowest free slot."""
+    """Slots for a list of entries: an entry keeps its slot until it leaves the list, and a
+    new one takes the lowest free slot (any placement serves: the engine echoes slots)."""
 
     def __init__(self, count: int):
         self.held: list[TLBEntry | None] = [None] * count

@@ -1,10 +1,11 @@
 """The Task Lookup Buffer RTL against ``hts.models.tlb``, cycle by cycle.
 
-The model keeps its entries in a list, oldest first; the RTL keeps them in fixed slots
-with an age matrix. The look-ups are of each process's queue head, whose relations to the
+The model keeps its entries in a list, oldest first; the RTL keeps them in a ring of
+slots taken in order at the tail. The look-ups are of each process's queue head, whose relations to the
 homes the RTL compares a cycle ahead: every cycle the test offers each process's head at
 the next edge (the same, or one of two new queries) and looks up with the head of one
-process. After every edge the valid slots, sorted by the age matrix, must hold
+process. After every edge the valid slots, sorted by the age order the ring implies
+(``older``), must hold
 the model's entries in order; that also maps each slot to its model entry, by which the
 slot indices the RTL offers (copy, retarget, the new entry's slot) are checked and the
 removals are driven. The memory tracker's ``touches`` are computed here from random
@@ -46,7 +47,7 @@ def bits(items) -> int:
 
 
 def slots_by_age(ctx, dut, where: str) -> list[int]:
-    """The valid slots, oldest first, after checking that the age matrix orders them totally."""
+    """The valid slots, oldest first, after checking that the age order (``older``) is total."""
     valid, older = ctx.get(dut.valid), ctx.get(dut.older)
     slots = [slot for slot in range(len(dut.valid)) if valid >> slot & 1]
     for a in slots:
@@ -112,7 +113,7 @@ def test_tlb_matches_model(preset, seed):
         heads, lookup_pid = offer_heads(ctx, [query() for _ in range(hts.processes)], None)
         await ctx.tick()
         retargetable_before = set()      # the producers the TLB registered, per slot, last cycle
-        for cycle in range(600):
+        for cycle in range(1000):
             where = f"seed {seed}, cycle {cycle}"
             slot_of = {id(entry): slot for slot, entry in held.items()}
             read, write, block = heads[lookup_pid]
