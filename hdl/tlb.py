@@ -61,7 +61,8 @@ class TaskLookupBuffer(wiring.Component):
         A new copy's size; room for it (the tail's slot free, and TM); where it and its
         entry go (the tail's slot).
     alloc, alloc_entry : In
-        From decode: write the entry at the edge (the free slot is written every cycle).
+        From decode: write the entry at the edge (the tail's slot is written every cycle
+        it is free).
     home_search_continues : In
         The tracker search of the task that made the young slot goes on next cycle.
     broadcast, confirm, drop, remove : In
@@ -79,8 +80,8 @@ class TaskLookupBuffer(wiring.Component):
     tail : Signal
         The slot the next entry takes; the slots behind it are the youngest.
     older : Signal
-        ``older[i]`` bit ``j``: slot ``j`` is nearer behind the tail than slot ``i`` (older),
-        derived from ``tail`` for the tests and harnesses; no logic of the block reads it.
+        ``older[i]`` bit ``j``: slot ``j`` lies farther behind the tail than slot ``i``, so is
+        older; derived from ``tail`` for the tests and harnesses, no logic of the block reads it.
     """
 
     def __init__(self, config: SystemConfig):
@@ -243,7 +244,8 @@ class TaskLookupBuffer(wiring.Component):
         write_hits = wire(m, kept.write_overlaps & self.valid, "write_hits")
         search = mutable("tlb_oldest_hit", self.youngest_of, self.oldest_of)
         # Named, so that each pick is built once, not again for every bit read of it.
-        read_entry, branch_entry = wire(m, search(read_hits), "read_entry"), wire(m, search(branch_hits), "branch_entry")
+        read_entry = wire(m, search(read_hits), "read_entry")
+        branch_entry = wire(m, search(branch_hits), "branch_entry")
         branch_moves = (branch_entry & ~retargeting).any()
         m.d.comb += [
             self.read_hit.eq(read_hits.any()),
