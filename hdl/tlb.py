@@ -129,7 +129,7 @@ class TaskLookupBuffer(wiring.Component):
             "valid": Out(count),
             "entries": Out(data.ArrayLayout(entry, count)),
         })
-        self.tail = Signal(range(count))
+        self.tail = Signal(range(max(count, 2)))     # a bit even with one slot: no empty wire
         self.older = Signal(data.ArrayLayout(count, count))
         # The slots below the tail: allocated since the tail last wrapped, so younger than
         # those at or above it.

@@ -55,7 +55,7 @@ def test_every_other_proof_passes(config, block, group):
     # Decode allocating with every tag in flight takes tag 0 a second time.
     ("small", "memory_tracker", "tags", "alloc_needs_free_tag", "assert never_allocated_twice"),
     # A task woken again as its entry leaves joins its list anew, and its tag is not held.
-    ("small", "ready_lists", "lists", "woken_not_listed", "assert held_is_the_listed_tags"),
+    ("small", "ready_lists", "lists", "woken_not_listed", "assert a_tag_is_listed_once"),
     # A producer broadcast in its entry's allocation cycle leaves a young entry done.
     ("small", "tlb", "copy_back", "new_producer_not_released", "assert young_entry_not_done"),
     # A task that starts reading the home chosen for a retarget is there when it is offered.
