@@ -1,16 +1,15 @@
 """The Task Lookup Buffer RTL against ``hts.models.tlb``, cycle by cycle.
 
-The model keeps its entries in a list, oldest first; the RTL keeps them in a ring of
-slots taken in order at the tail. The look-ups are of each process's queue head, whose relations to the
-homes the RTL compares a cycle ahead: every cycle the test offers each process's head at
-the next edge (the same, or one of two new queries) and looks up with the head of one
-process. After every edge the valid slots, sorted by the age order the ring implies
-(``older``), must hold
-the model's entries in order; that also maps each slot to its model entry, by which the
-slot indices the RTL offers (copy, retarget, the new entry's slot) are checked and the
-removals are driven. The memory tracker's ``touches`` are computed here from random
-tracker regions and the slots' homes; the bits of free slots and of tags not in flight
-are random, as the TLB must ignore them.
+The model keeps its entries in a list, oldest first; the RTL keeps them in a ring of slots
+taken in order at the tail. The look-ups are of each process's queue head, whose relations
+to the homes the RTL compares a cycle ahead: every cycle the test offers each process's
+head at the next edge (the same, or one of two new queries) and looks up with the head of
+one process. After every edge the valid slots, sorted by the age order the ring implies
+(``older``), must hold the model's entries in order; that also maps each slot to its model
+entry, by which the slot indices the RTL offers (copy, retarget, the new entry's slot) are
+checked and the removals are driven. The memory tracker's ``touches`` are computed here
+from random tracker regions and the slots' homes; the bits of free slots and of tags not
+in flight are random, as the TLB must ignore them.
 """
 
 import random
